@@ -1,0 +1,47 @@
+# queueref: every check runs from here. The venv installs itself when missing.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+# Deterministic Hypothesis runs under CI, larger ones locally.
+HYPOTHESIS_PROFILE ?= $(if $(CI),ci,dev)
+export HYPOTHESIS_PROFILE
+PYTEST_WORKERS ?= 2
+
+.PHONY: setup test lint types crosshair proofs bound-table trace vectors e2e bench verify clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test,serve,plot]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+test: setup
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS)
+
+lint: setup
+	$(BIN)/ruff check reference tests proofs tools
+	$(BIN)/ruff format --check reference tests proofs tools
+
+types: setup
+	$(BIN)/mypy reference/queueref
+
+proofs: setup
+	$(BIN)/python tools/run_proofs.py
+
+bound-table: setup
+	$(BIN)/python tools/bound_table.py
+
+trace: setup
+	$(BIN)/python tools/trace.py
+
+bench: setup
+	$(BIN)/python tools/bench.py
+
+verify: setup
+	$(BIN)/python tools/verify.py
+
+clean:
+	rm -rf build .venv .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,1 @@
+"""Small abstract models shared by the implementation, the tests and the proofs."""

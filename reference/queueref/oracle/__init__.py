@@ -1,0 +1,1 @@
+"""queueref as an oracle in other projects' tests."""

@@ -1,0 +1,1 @@
+"""pytest plugin registered by entry point (fixtures for other projects' tests)."""
