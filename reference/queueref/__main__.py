@@ -1,0 +1,7 @@
+"""`python -m queueref` is the `queueref` command."""
+
+import sys
+
+from queueref.cli import main
+
+sys.exit(main())

@@ -1,0 +1,143 @@
+"""Requests as the queues see them: `Request`, `RequestStatus`, the ordering key.
+
+Models `vllm/v1/request.py` (`Request`, `RequestStatus`) as far as the queues
+and the admission path need it. Deliberate divergences:
+
+* `Request.__lt__` compares `(priority, arrival_time, request_id)`. vLLM
+  compares `(priority, arrival_time)` only; adding the id makes the priority
+  order total, so two queues holding the same requests pop them in the same
+  order. Request ids are unique within a queue, so the key never ties.
+* Equality and hash are by identity (as in vLLM, which defines no `__eq__`).
+* The queues accept any object with `request_id`, `priority` and
+  `arrival_time` (vLLM's own `Request` among them); `request_key` reads those
+  three fields, and `check_request_shape` names the field that is missing.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Protocol, runtime_checkable
+
+import icontract
+
+
+class RequestStatus(enum.IntEnum):
+    """The life of a request, as in vLLM (the order matters: finished is last)."""
+
+    WAITING = enum.auto()
+    WAITING_FOR_STRUCTURED_OUTPUT_GRAMMAR = enum.auto()
+    WAITING_FOR_REMOTE_KVS = enum.auto()
+    WAITING_FOR_STREAMING_REQ = enum.auto()
+    RUNNING = enum.auto()
+    PREEMPTED = enum.auto()
+    # Everything after PREEMPTED is a finished status.
+    FINISHED_STOPPED = enum.auto()
+    FINISHED_LENGTH_CAPPED = enum.auto()
+    FINISHED_ABORTED = enum.auto()
+    FINISHED_IGNORED = enum.auto()
+    FINISHED_ERROR = enum.auto()
+
+    @staticmethod
+    def is_finished(status: RequestStatus) -> bool:
+        """Whether `status` is one of the FINISHED_* statuses."""
+        return status > RequestStatus.PREEMPTED
+
+    @staticmethod
+    def is_blocked(status: RequestStatus) -> bool:
+        """Whether `status` is one of the three WAITING_FOR_* (blocked) statuses."""
+        return status in BLOCKED_STATUSES
+
+
+BLOCKED_STATUSES = frozenset(
+    {
+        RequestStatus.WAITING_FOR_STRUCTURED_OUTPUT_GRAMMAR,
+        RequestStatus.WAITING_FOR_REMOTE_KVS,
+        RequestStatus.WAITING_FOR_STREAMING_REQ,
+    }
+)
+
+REQUEST_FIELDS = ("request_id", "priority", "arrival_time")
+
+RequestKey = tuple[int, float, str]
+
+
+@runtime_checkable
+class RequestLike(Protocol):
+    """What a queue needs of a request: vLLM's `Request` fits, so does ours."""
+
+    request_id: str
+    priority: int
+    arrival_time: float
+
+
+def check_request_shape(request: object) -> None:
+    """RQ-REQ-3: raise `TypeError` naming the first missing request field."""
+    for field in REQUEST_FIELDS:
+        if not hasattr(request, field):
+            raise TypeError(
+                f"RQ-REQ-3: {type(request).__name__} object is not a request: "
+                f"it has no {field!r} attribute (a request needs {', '.join(REQUEST_FIELDS)})"
+            )
+
+
+def request_key(request: Any) -> RequestKey:
+    """RQ-REQ-1: the ordering key `(priority, arrival_time, request_id)`."""
+    return (request.priority, request.arrival_time, request.request_id)
+
+
+class Request:
+    """A request as the scheduler's queues see it.
+
+    >>> a = Request("a", priority=1, arrival_time=0.5)
+    >>> b = Request("b", priority=0, arrival_time=2.0)
+    >>> b < a
+    True
+    >>> a
+    Request('a', priority=1, arrival_time=0.5)
+    """
+
+    __slots__ = ("request_id", "priority", "arrival_time", "status", "num_prompt_tokens", "n")
+
+    @icontract.require(
+        lambda request_id: isinstance(request_id, str), "RQ-REQ-3: request_id is a str"
+    )
+    @icontract.require(lambda n: n >= 1, "RQ-REQ-3: n (parallel samples) is at least 1")
+    @icontract.require(
+        lambda num_prompt_tokens: num_prompt_tokens >= 0,
+        "RQ-REQ-3: num_prompt_tokens is not negative",
+    )
+    def __init__(
+        self,
+        request_id: str,
+        priority: int = 0,
+        arrival_time: float = 0.0,
+        status: RequestStatus = RequestStatus.WAITING,
+        num_prompt_tokens: int = 1,
+        n: int = 1,
+    ) -> None:
+        self.request_id = request_id
+        self.priority = priority
+        self.arrival_time = arrival_time
+        self.status = status
+        self.num_prompt_tokens = num_prompt_tokens
+        self.n = n
+
+    def __lt__(self, other: Request) -> bool:
+        """RQ-REQ-1: order by `(priority, arrival_time, request_id)`."""
+        return request_key(self) < request_key(other)
+
+    # RQ-REQ-2: equality and hash stay object identity (no __eq__ / __hash__ here).
+
+    def __repr__(self) -> str:
+        # A valid Python expression, so a failing test prints as a runnable one.
+        parts = [repr(self.request_id)]
+        if self.priority != 0 or self.arrival_time != 0.0:
+            parts.append(f"priority={self.priority!r}")
+            parts.append(f"arrival_time={self.arrival_time!r}")
+        if self.status != RequestStatus.WAITING:
+            parts.append(f"status=RequestStatus.{self.status.name}")
+        if self.num_prompt_tokens != 1:
+            parts.append(f"num_prompt_tokens={self.num_prompt_tokens!r}")
+        if self.n != 1:
+            parts.append(f"n={self.n!r}")
+        return f"Request({', '.join(parts)})"
