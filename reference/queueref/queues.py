@@ -59,7 +59,7 @@ def _is_request_shaped(request: object) -> bool:
 def _queued_ids(queue: RequestQueue) -> Mapping[str, Any] | None:
     """request_id -> request for the queued requests, or None when unknown cheaply.
 
-    Our own queues keep an index (O(1)); a foreign subclass is scanned only
+    RQ-COST-1: our own queues keep an index (O(1)); a foreign subclass is scanned only
     when deep checks are on, so default contracts stay O(1).
     """
     index = queue.__dict__.get("_index") if isinstance(queue, _IndexedQueue) else None
@@ -105,7 +105,7 @@ def _head_or_none(queue: RequestQueue) -> Any:
 
 
 def _contents(queue: RequestQueue) -> list[Any] | None:
-    """The whole contents in order, only under deep checks (O(n))."""
+    """RQ-COST-1: the whole contents in order, only under deep checks (O(n))."""
     return list(queue) if deep_checks() else None
 
 
@@ -359,7 +359,7 @@ class FCFSRequestQueue(_IndexedQueue):
         "RQ-FCFS-1: add leaves the front where it was",
     )
     @icontract.ensure(
-        lambda self, request, OLD: OLD.items is None or list(self) == [*OLD.items, request],
+        lambda self, request, OLD: OLD.items is None or list(self) == OLD.items + [request],
         "RQ-FCFS-1: add keeps the order of the queued requests",
     )
     def add_request(self, request: Any) -> None:
@@ -414,7 +414,7 @@ class FCFSRequestQueue(_IndexedQueue):
         "RQ-FCFS-3: the old front is now second",
     )
     @icontract.ensure(
-        lambda self, request, OLD: OLD.items is None or list(self) == [request, *OLD.items],
+        lambda self, request, OLD: OLD.items is None or list(self) == [request] + OLD.items,
         "RQ-FCFS-3: prepend keeps the order of the queued requests",
     )
     def prepend_request(self, request: Any) -> None:
@@ -431,7 +431,7 @@ class FCFSRequestQueue(_IndexedQueue):
         "RQ-FCFS-4: prepend_requests puts the other queue in front, reversed",
     )
     @icontract.ensure(
-        lambda self, OLD: OLD.items is None or list(self) == [*OLD.incoming[::-1], *OLD.items],
+        lambda self, OLD: OLD.items is None or list(self) == OLD.incoming[::-1] + OLD.items,
         "RQ-FCFS-4: the queued requests follow, in their order",
     )
     def prepend_requests(self, requests: RequestQueue) -> None:
@@ -490,7 +490,7 @@ class FCFSRequestQueue(_IndexedQueue):
             self._items = deque(r for r in self._items if r.request_id in self._index)
 
     def __iter__(self) -> Iterator[Any]:
-        """RQ-ALL-9: front to back, over a copy (the queue may change meanwhile)."""
+        """RQ-FCFS-5, RQ-ALL-9: front to back, over a copy (the queue may change meanwhile)."""
         return iter(list(self._items))
 
 
@@ -583,7 +583,7 @@ class PriorityRequestQueue(_IndexedQueue):
     )
     @icontract.ensure(
         lambda self, request, OLD: OLD.items is None
-        or list(self) == sorted([*OLD.items, request], key=request_key),
+        or list(self) == sorted(OLD.items + [request], key=request_key),
         "RQ-PRI-1: the queue holds the old requests and the new one, in key order",
     )
     def add_request(self, request: Any) -> None:
@@ -633,7 +633,7 @@ class PriorityRequestQueue(_IndexedQueue):
     @icontract.snapshot(lambda self: _contents(self), name="items")
     @icontract.ensure(
         lambda self, request, OLD: OLD.items is None
-        or list(self) == sorted([*OLD.items, request], key=request_key),
+        or list(self) == sorted(OLD.items + [request], key=request_key),
         "RQ-PRI-3: prepend_request is add_request: the request takes its key's place",
     )
     def prepend_request(self, request: Any) -> None:
@@ -649,7 +649,7 @@ class PriorityRequestQueue(_IndexedQueue):
     )
     @icontract.ensure(
         lambda self, OLD: OLD.items is None
-        or list(self) == sorted([*OLD.items, *OLD.incoming], key=request_key),
+        or list(self) == sorted(OLD.items + OLD.incoming, key=request_key),
         "RQ-PRI-4: all of them in key order",
     )
     def prepend_requests(self, requests: RequestQueue) -> None:

@@ -1,0 +1,26 @@
+"""Test-wide settings: deep contracts on, and the Hypothesis profiles.
+
+Profiles (select with HYPOTHESIS_PROFILE; the Makefile picks `ci` under CI=true):
+- `ci`: derandomized, so a run on a clean clone never flakes;
+- `dev`: the local default for `make verify`, more examples, random seeds;
+- `thorough`: for a long local run.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Whole-structure contracts (RQ-IMPL-1, RQ-PRI-6, ...) are for tests: on before queueref loads.
+os.environ.setdefault("QUEUEREF_DEEP_CHECKS", "1")
+
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+import queueref.config  # noqa: E402
+
+queueref.config.set_deep_checks(os.environ["QUEUEREF_DEEP_CHECKS"] not in ("", "0"))
+
+_common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", max_examples=60, derandomize=True, database=None, **_common)
+settings.register_profile("dev", max_examples=120, **_common)
+settings.register_profile("thorough", max_examples=2000, **_common)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))

@@ -1,0 +1,521 @@
+"""Unit tests of the reference queues: each requirement, bad input, and contracts with teeth.
+
+Expected outcomes are written out by hand from the spec, never computed by the
+code under test.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import icontract
+import pytest
+
+import queueref.config
+from queueref import (
+    FCFSRequestQueue,
+    PriorityRequestQueue,
+    Request,
+    RequestQueue,
+    SchedulingPolicy,
+    create_request_queue,
+)
+
+QUEUE_CLASSES = [FCFSRequestQueue, PriorityRequestQueue]
+
+
+def ids(queue: RequestQueue) -> list[str]:
+    return [r.request_id for r in queue]
+
+
+def filled(cls: type[RequestQueue], *names: str) -> RequestQueue:
+    queue = cls()
+    for i, name in enumerate(names):
+        queue.add_request(Request(name, priority=0, arrival_time=float(i)))
+    return queue
+
+
+# --- requests ---------------------------------------------------------------
+
+
+def test_request_order_is_priority_then_arrival_then_id() -> None:
+    """RQ-REQ-1"""
+    assert Request("z", priority=-1, arrival_time=9.0) < Request("a", priority=0, arrival_time=0.0)
+    assert Request("z", priority=0, arrival_time=1.0) < Request("a", priority=0, arrival_time=2.0)
+    assert Request("a", priority=0, arrival_time=1.0) < Request("b", priority=0, arrival_time=1.0)
+    assert not Request("b", priority=0, arrival_time=1.0) < Request("a", priority=0, arrival_time=1.0)
+
+
+def test_request_equality_is_identity() -> None:
+    """RQ-REQ-2"""
+    a, twin = Request("a"), Request("a")
+    assert a != twin and a == a
+    assert len({a, twin}) == 2
+
+
+class VllmShaped:
+    """A stand-in for vLLM's own Request: the three fields and `<` on (priority, arrival)."""
+
+    def __init__(self, request_id: str, priority: int, arrival_time: float) -> None:
+        self.request_id, self.priority, self.arrival_time = request_id, priority, arrival_time
+
+    def __lt__(self, other: VllmShaped) -> bool:
+        return (self.priority, self.arrival_time) < (other.priority, other.arrival_time)
+
+
+@pytest.mark.parametrize("cls", QUEUE_CLASSES)
+def test_queues_accept_vllm_shaped_requests(cls: type[RequestQueue]) -> None:
+    """RQ-REQ-3"""
+    queue = cls()
+    late, early = VllmShaped("late", 0, 2.0), VllmShaped("early", 0, 1.0)
+    queue.add_request(late)
+    queue.add_request(early)
+    expected = ["late", "early"] if cls is FCFSRequestQueue else ["early", "late"]
+    assert ids(queue) == expected
+    assert queue.pop_request().request_id == expected[0]
+
+
+@pytest.mark.parametrize("cls", QUEUE_CLASSES)
+@pytest.mark.parametrize("missing", ["request_id", "priority", "arrival_time"])
+def test_non_request_is_rejected_naming_the_field(cls: type[RequestQueue], missing: str) -> None:
+    """RQ-REQ-3: TypeError naming the missing field; the queue is unchanged."""
+    queue = filled(cls, "a", "b")
+    fields = {"request_id": "x", "priority": 0, "arrival_time": 0.0}
+    del fields[missing]
+    bogus = type("Bogus", (), fields)()
+    for method in (queue.add_request, queue.prepend_request):
+        with pytest.raises(TypeError, match="request_id|priority|arrival_time"):
+            method(bogus)
+    assert ids(queue) == ["a", "b"]
+
+
+def test_body_check_names_the_missing_field() -> None:
+    """RQ-REQ-3: with contracts off the body still names the field."""
+    queue = FCFSRequestQueue()
+    with pytest.raises(TypeError, match="'priority'"):
+        queue._require_new(type("NoPriority", (), {"request_id": "x", "arrival_time": 0.0})())
+
+
+# --- policies ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "policy, cls",
+    [
+        (SchedulingPolicy.FCFS, FCFSRequestQueue),
+        ("fcfs", FCFSRequestQueue),
+        (SchedulingPolicy.PRIORITY, PriorityRequestQueue),
+        ("priority", PriorityRequestQueue),
+    ],
+)
+def test_factory_accepts_enum_and_string(policy: Any, cls: type) -> None:
+    """RQ-POL-1"""
+    queue = create_request_queue(policy)
+    assert type(queue) is cls and len(queue) == 0
+    assert {p.value for p in SchedulingPolicy} == {"fcfs", "priority"}
+
+
+@pytest.mark.parametrize("policy", ["lifo", "FCFS", "", None, 3])
+def test_unknown_policy_lists_the_valid_ones(policy: Any) -> None:
+    """RQ-POL-2"""
+    with pytest.raises(ValueError) as excinfo:
+        create_request_queue(policy)
+    message = str(excinfo.value)
+    assert repr(policy) in message and "'fcfs'" in message and "'priority'" in message
+
+
+# --- every queue ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", QUEUE_CLASSES)
+def test_add_and_prepend_grow_by_one(cls: type[RequestQueue]) -> None:
+    """RQ-ALL-1"""
+    queue = cls()
+    a, b = Request("a"), Request("b", arrival_time=1.0)
+    queue.add_request(a)
+    queue.prepend_request(b)
+    assert len(queue) == 2 and a in queue and b in queue  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("cls", QUEUE_CLASSES)
+def test_duplicate_request_is_rejected_and_queue_unchanged(cls: type[RequestQueue]) -> None:
+    """RQ-ALL-2, RQ-ALL-3"""
+    queue = filled(cls, "a", "b")
+    a = queue.peek_request()
+    for method in (queue.add_request, queue.prepend_request):
+        with pytest.raises(ValueError, match="RQ-ALL-2"):
+            method(a)
+        with pytest.raises(ValueError, match="RQ-ALL-3"):
+            method(Request("b", arrival_time=5.0))
+    assert ids(queue) == ["a", "b"]
+
+
+@pytest.mark.parametrize("cls", QUEUE_CLASSES)
+def test_pop_returns_peek_and_empty_raises(cls: type[RequestQueue]) -> None:
+    """RQ-ALL-4, RQ-ALL-5"""
+    queue = filled(cls, "a", "b")
+    head = queue.peek_request()
+    assert len(queue) == 2 and queue.peek_request() is head
+    assert queue.pop_request() is head and len(queue) == 1
+    queue.pop_request()
+    with pytest.raises(IndexError):
+        queue.pop_request()
+    with pytest.raises(IndexError):
+        queue.peek_request()
+    assert len(queue) == 0 and not queue
+
+
+@pytest.mark.parametrize("cls", QUEUE_CLASSES)
+def test_remove_request(cls: type[RequestQueue]) -> None:
+    """RQ-ALL-6: removes exactly one; absent raises and changes nothing."""
+    queue = filled(cls, "a", "b", "c")
+    b = list(queue)[1]
+    queue.remove_request(b)
+    assert ids(queue) == ["a", "c"]
+    with pytest.raises(ValueError, match="RQ-ALL-6"):
+        queue.remove_request(b)
+    with pytest.raises(ValueError, match="RQ-ALL-6"):
+        queue.remove_request(Request("a"))  # same id, another object
+    assert ids(queue) == ["a", "c"]
+    empty = cls()
+    with pytest.raises(ValueError, match="RQ-ALL-6"):
+        empty.remove_request(b)
+    assert len(empty) == 0
+
+
+@pytest.mark.parametrize("cls", QUEUE_CLASSES)
+def test_remove_requests_ignores_absent_and_repeats(cls: type[RequestQueue]) -> None:
+    """RQ-ALL-7"""
+    queue = filled(cls, "a", "b", "c", "d")
+    a, b, c, d = list(queue)
+    queue.remove_requests([c, Request("zz"), c, a])
+    assert ids(queue) == ["b", "d"]
+    queue.remove_requests(iter([d]))  # any iterable, even a one-shot iterator
+    assert ids(queue) == ["b"]
+    queue.remove_requests([])
+    assert ids(queue) == ["b"]
+
+
+@pytest.mark.parametrize("cls", QUEUE_CLASSES)
+def test_remove_requests_with_bad_member_changes_nothing(cls: type[RequestQueue]) -> None:
+    """RQ-ALL-7, RQ-REQ-3: validation happens before any removal."""
+    queue = filled(cls, "a", "b")
+    a = queue.peek_request()
+    with pytest.raises(TypeError):
+        queue.remove_requests([a, object()])
+    assert ids(queue) == ["a", "b"]
+
+
+@pytest.mark.parametrize("cls", QUEUE_CLASSES)
+def test_prepend_requests_moves_all_and_leaves_source(cls: type[RequestQueue]) -> None:
+    """RQ-ALL-8"""
+    queue = filled(cls, "a")
+    other = cls()
+    other.add_request(Request("x", arrival_time=5.0))
+    other.add_request(Request("y", arrival_time=6.0))
+    queue.prepend_requests(other)
+    assert len(queue) == 3 and ids(other) == ["x", "y"]
+
+
+@pytest.mark.parametrize("cls", QUEUE_CLASSES)
+def test_prepend_requests_bad_input_changes_nothing(cls: type[RequestQueue]) -> None:
+    """RQ-ALL-8: itself, or a shared request id, is rejected before anything moves."""
+    queue = filled(cls, "a", "b")
+    with pytest.raises(ValueError, match="RQ-ALL-8"):
+        queue.prepend_requests(queue)
+    other = cls()
+    other.add_request(Request("new", arrival_time=9.0))
+    other.add_request(Request("b", arrival_time=9.0))
+    with pytest.raises(ValueError, match="RQ-ALL-8"):
+        queue.prepend_requests(other)
+    assert ids(queue) == ["a", "b"] and ids(other) == ["b", "new"] or ids(other) == ["new", "b"]
+    assert len(queue) == 2
+
+
+@pytest.mark.parametrize("cls", QUEUE_CLASSES)
+def test_iteration_is_pop_order_and_does_not_mutate(cls: type[RequestQueue]) -> None:
+    """RQ-ALL-9, RQ-ALL-10"""
+    queue = cls()
+    for name, priority in (("p", 2), ("q", 0), ("r", 1)):
+        queue.add_request(Request(name, priority=priority))
+    seen = ids(queue)
+    assert ids(queue) == seen and len(queue) == 3 and bool(queue)
+    popped = [queue.pop_request().request_id for _ in range(3)]
+    assert popped == seen
+    assert bool(queue) is False and len(queue) == 0
+
+
+def test_fcfs_iteration_is_a_copy() -> None:
+    """RQ-FCFS-5: the queue may change while a caller iterates."""
+    queue = filled(FCFSRequestQueue, "a", "b", "c")
+    seen = []
+    for request in queue:
+        seen.append(request.request_id)
+        if request.request_id == "a":
+            queue.remove_request(request)
+    assert seen == ["a", "b", "c"] and ids(queue) == ["b", "c"]
+
+
+# --- FCFS --------------------------------------------------------------------------
+
+
+def test_fcfs_order() -> None:
+    """RQ-FCFS-1, RQ-FCFS-2, RQ-FCFS-3, RQ-FCFS-5"""
+    queue = FCFSRequestQueue()
+    queue.add_request(Request("a", priority=9))
+    queue.add_request(Request("b", priority=-9))
+    queue.prepend_request(Request("p", priority=5))
+    assert ids(queue) == ["p", "a", "b"]
+    assert queue.pop_request().request_id == "p"
+    assert queue.peek_request().request_id == "a"
+
+
+def test_fcfs_prepend_requests_reverses() -> None:
+    """RQ-FCFS-4: vLLM's extendleft -- the other queue lands in front, reversed."""
+    queue = filled(FCFSRequestQueue, "a", "b")
+    other = filled(FCFSRequestQueue, "x", "y", "z")
+    queue.prepend_requests(other)
+    assert ids(queue) == ["z", "y", "x", "a", "b"]
+
+
+def test_fcfs_double_reversal_restores_order() -> None:
+    """RQ-FCFS-4: prepend_request one by one, then prepend_requests, keeps the order."""
+    skipped = FCFSRequestQueue()
+    for name in ("s1", "s2", "s3"):
+        skipped.prepend_request(Request(name))
+    older = filled(FCFSRequestQueue, "old")
+    older.prepend_requests(skipped)
+    assert ids(older) == ["s1", "s2", "s3", "old"]
+
+
+# --- priority ---------------------------------------------------------------------
+
+
+def test_priority_order_and_prepend_is_add() -> None:
+    """RQ-PRI-1, RQ-PRI-2, RQ-PRI-3, RQ-PRI-5"""
+    queue = PriorityRequestQueue()
+    queue.add_request(Request("b", priority=1, arrival_time=1.0))
+    queue.add_request(Request("a", priority=1, arrival_time=1.0))
+    queue.prepend_request(Request("late-urgent", priority=0, arrival_time=7.0))
+    queue.prepend_request(Request("lazy", priority=3, arrival_time=0.0))
+    assert ids(queue) == ["late-urgent", "a", "b", "lazy"]
+    assert ids(queue) == ["late-urgent", "a", "b", "lazy"]  # iterating did not drain it
+    assert [queue.pop_request().request_id for _ in range(4)] == ["late-urgent", "a", "b", "lazy"]
+
+
+def test_priority_prepend_requests_adds_each() -> None:
+    """RQ-PRI-4"""
+    queue = PriorityRequestQueue()
+    queue.add_request(Request("m", priority=1))
+    other = FCFSRequestQueue()
+    other.add_request(Request("z", priority=2))
+    other.add_request(Request("a", priority=0))
+    queue.prepend_requests(other)
+    assert ids(queue) == ["a", "m", "z"]
+
+
+def test_priority_lazy_removal_keeps_heap_and_index() -> None:
+    """RQ-PRI-6, RQ-IMPL-1: tombstones are skipped and compacted."""
+    queue = PriorityRequestQueue()
+    requests = [Request(f"r{i:03}", priority=i % 7, arrival_time=float(i)) for i in range(200)]
+    for request in requests:
+        queue.add_request(request)
+    queue.remove_requests(requests[::2])
+    for request in requests[1:50:2]:
+        queue.remove_request(request)
+    remaining = sorted(requests[51::2], key=lambda r: (r.priority, r.arrival_time, r.request_id))
+    assert ids(queue) == [r.request_id for r in remaining]
+    assert len(queue._heap) <= 2 * len(queue) + 8  # compacted
+    readded = requests[0]
+    queue.add_request(readded)  # a tombstone of it may remain; the live entry wins
+    assert readded in queue and len(queue) == len(remaining) + 1
+
+
+# --- contracts with teeth: broken variants must be refuted -----------------------------
+
+
+class AppendingPrepend(FCFSRequestQueue):
+    def prepend_request(self, request: Any) -> None:
+        self._require_new(request)
+        self._items.append(request)  # bug: at the back
+        self._index[request.request_id] = request
+
+
+class NonReversingPrepend(FCFSRequestQueue):
+    def prepend_requests(self, requests: RequestQueue) -> None:
+        incoming = self._incoming(requests)
+        self._items.extendleft(reversed(incoming))  # bug: keeps the order
+        for request in incoming:
+            self._index[request.request_id] = request
+
+
+class BackPop(FCFSRequestQueue):
+    def pop_request(self) -> Any:
+        request = self._items.pop()  # bug: pops the back
+        del self._index[request.request_id]
+        return request
+
+
+class GreedyRemove(FCFSRequestQueue):
+    def remove_request(self, request: Any) -> None:
+        self._require_present(request)
+        self._items.remove(request)
+        del self._index[request.request_id]
+        if self._items:  # bug: takes a neighbour with it
+            gone = self._items.pop()
+            del self._index[gone.request_id]
+
+
+class MisindexedAdd(FCFSRequestQueue):
+    def add_request(self, request: Any) -> None:
+        self._require_new(request)
+        self._items.append(request)
+        self._index[request.request_id.upper()] = request  # bug: indexed under another id
+
+
+class LateFirstPriority(PriorityRequestQueue):
+    def pop_request(self) -> Any:
+        self._drop_tombstones()
+        latest = max((e for e in self._heap if e[2] is not None), key=lambda e: e[0])
+        self._heap.remove(latest)  # bug: pops the largest and breaks the heap
+        request = latest[2]
+        del self._entries[request.request_id]
+        del self._index[request.request_id]
+        return request
+
+
+class TwoPerRemoveMany(FCFSRequestQueue):
+    def remove_requests(self, requests: Any) -> None:
+        super().remove_requests(requests)
+        if self._items:  # bug: removes one request too many
+            gone = self._items.popleft()
+            del self._index[gone.request_id]
+
+
+@pytest.mark.parametrize(
+    "cls, action, requirement",
+    [
+        (AppendingPrepend, lambda q: q.prepend_request(Request("new")), "RQ-FCFS-3"),
+        (
+            NonReversingPrepend,
+            lambda q: q.prepend_requests(filled(FCFSRequestQueue, "x", "y")),
+            "RQ-FCFS-4",
+        ),
+        (BackPop, lambda q: q.pop_request(), "RQ-ALL-4"),
+        (GreedyRemove, lambda q: q.remove_request(q.peek_request()), "RQ-ALL-6"),
+        (MisindexedAdd, lambda q: q.add_request(Request("new")), "RQ-IMPL-1"),
+        (LateFirstPriority, lambda q: q.pop_request(), "RQ-ALL-4"),
+        (TwoPerRemoveMany, lambda q: q.remove_requests([q.peek_request()]), "RQ-ALL-7"),
+    ],
+)
+def test_contracts_refute_broken_variants(cls: type, action: Any, requirement: str) -> None:
+    """Each contract has teeth: a broken variant raises a violation naming the requirement."""
+    queue = cls()
+    correct = cls.__bases__[0]  # fill with the correct parent's add_request
+    for i, name in enumerate(("a", "b", "c")):
+        correct.add_request(queue, Request(name, priority=i, arrival_time=float(i)))
+    with pytest.raises(icontract.ViolationError, match=requirement):
+        action(queue)
+
+
+class ListQueue(RequestQueue):
+    """A foreign subclass (no index): the ABC contracts bind it too."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self.scans = 0
+
+    def add_request(self, request: Any) -> None:
+        self.items.append(request)
+
+    def pop_request(self) -> Any:
+        if not self.items:
+            raise IndexError("empty")
+        return self.items.pop(0)
+
+    def peek_request(self) -> Any:
+        if not self.items:
+            raise IndexError("empty")
+        return self.items[0]
+
+    def prepend_request(self, request: Any) -> None:
+        self.items.insert(0, request)
+
+    def prepend_requests(self, requests: RequestQueue) -> None:
+        for request in requests:
+            self.items.insert(0, request)
+
+    def remove_request(self, request: Any) -> None:
+        self.items.remove(request)
+
+    def remove_requests(self, requests: Any) -> None:
+        gone = {id(r) for r in requests}
+        self.items = [r for r in self.items if id(r) not in gone]
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[Any]:
+        self.scans += 1
+        return iter(list(self.items))
+
+
+def test_abc_contracts_bind_foreign_subclasses_only_cheaply_by_default() -> None:
+    """RQ-COST-1: without deep checks no default contract scans a foreign queue."""
+    was = queueref.config.deep_checks()
+    try:
+        queueref.config.set_deep_checks(False)
+        queue = ListQueue()
+        r = Request("a")
+        queue.add_request(r)
+        queue.add_request(r)  # not detected: detecting needs a scan
+        assert queue.scans == 0
+        queueref.config.set_deep_checks(True)
+        with pytest.raises(ValueError, match="RQ-ALL-2"):
+            queue.add_request(r)  # deep checks scan, and catch it
+        assert queue.scans > 0
+    finally:
+        queueref.config.set_deep_checks(was)
+
+
+def test_foreign_subclass_with_a_lying_bool_is_refuted() -> None:
+    """RQ-ALL-10: the ABC's contract on __bool__ binds subclasses."""
+
+    class LyingBool(ListQueue):
+        def __bool__(self) -> bool:
+            return True
+
+    with pytest.raises(icontract.ViolationError, match="RQ-ALL-10"):
+        bool(LyingBool())
+
+
+def test_body_checks_hold_with_contracts_off() -> None:
+    """RQ-ALL-2, RQ-ALL-6, RQ-POL-2 under `python -O`: bad input is still rejected."""
+    program = """
+import icontract
+from queueref import FCFSRequestQueue, PriorityRequestQueue, Request, create_request_queue
+assert not __debug__
+for cls in (FCFSRequestQueue, PriorityRequestQueue):
+    q = cls(); r = Request("r"); q.add_request(r)
+    for call in (lambda: q.add_request(r), lambda: q.add_request(Request("r")),
+                 lambda: q.remove_request(Request("x")), lambda: create_request_queue("x")):
+        try:
+            call()
+        except ValueError:
+            pass
+        else:
+            raise SystemExit("accepted bad input")
+    assert len(q) == 1
+print("ok")
+"""
+    done = subprocess.run(
+        [sys.executable, "-O", "-c", program], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
