@@ -1,5 +1,13 @@
 """queueref: a formally checked reference of vLLM's request queues and admission control."""
 
+from queueref.admission import (
+    AdmissionController,
+    AdmissionRejected,
+    MaxQueuedTokensError,
+    QueueOverflowError,
+    SharedAdmissionStats,
+    allocate_admission_counters,
+)
 from queueref.queues import (
     FCFSRequestQueue,
     PriorityRequestQueue,
@@ -8,15 +16,26 @@ from queueref.queues import (
     create_request_queue,
 )
 from queueref.request import Request, RequestStatus
+from queueref.tracker import RequestTracker
+from queueref.waiting import StepDecision, WaitingQueues
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AdmissionController",
+    "AdmissionRejected",
     "FCFSRequestQueue",
+    "MaxQueuedTokensError",
     "PriorityRequestQueue",
+    "QueueOverflowError",
     "Request",
     "RequestQueue",
     "RequestStatus",
+    "RequestTracker",
     "SchedulingPolicy",
+    "SharedAdmissionStats",
+    "StepDecision",
+    "WaitingQueues",
+    "allocate_admission_counters",
     "create_request_queue",
 ]

@@ -79,9 +79,19 @@ def is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def is_int_at_least(value: object, low: int) -> bool:
+    """An int (not a bool) that is >= low; safe on any object (contracts call it)."""
+    return is_int(value) and value >= low  # type: ignore[operator]
+
+
+def is_index(value: object, count: object) -> bool:
+    """An int (not a bool) in range(count)."""
+    return is_int(value) and is_int(count) and 0 <= value < count  # type: ignore[operator]
+
+
 def is_limit(value: object) -> bool:
     """A valid limit: None (no limit) or an int >= 0 (ADM-CTL-1)."""
-    return value is None or (is_int(value) and value >= 0)  # type: ignore[operator]
+    return value is None or is_int_at_least(value, 0)
 
 
 def is_private_buffer(counters: object) -> bool:
@@ -95,11 +105,31 @@ def is_private_buffer(counters: object) -> bool:
     return type(counters) is list
 
 
-def _whole_buffer(counters: AdmissionCounterBuffer) -> list[int] | None:
+def _whole_buffer(counters: object) -> list[int] | None:
     """A copy of a private buffer for a deep frame condition, else None."""
-    if config.deep_checks() and is_private_buffer(counters):
-        return list(counters)  # type: ignore[call-overload]
+    if config.deep_checks() and isinstance(counters, list) and is_private_buffer(counters):
+        return list(counters)
     return None
+
+
+def _only_own_counter_changed(
+    stats: SharedAdmissionStats, count: int, before: list[int] | None
+) -> bool:
+    """The frame condition of a write: counter 0 of the own slot, nothing else (ADM-STATS-2)."""
+    if before is None:
+        return True
+    # Computed from the index, not from the cached offset, so a corrupt offset is caught.
+    own = stats.client_index * stats.COUNTERS_PER_SLOT + stats.REQUEST_COUNT
+    expected = [count if index == own else value for index, value in enumerate(before)]
+    return _whole_buffer(stats.counters) == expected
+
+
+def _buffer_holds(counters: object, client_count: object) -> bool:
+    """Whether a buffer of known length holds the counters of `client_count` servers."""
+    length = _buffer_length(counters)
+    if length is None or not is_int(client_count) or client_count < 1:  # type: ignore[operator]
+        return True
+    return length >= SharedAdmissionStats.num_counters(client_count)  # type: ignore[arg-type]
 
 
 def _buffer_length(counters: object) -> int | None:
@@ -138,19 +168,19 @@ class SharedAdmissionStats:
     QUEUED_TOKENS: Final = 1
 
     @icontract.require(
-        lambda client_count: is_int(client_count) and client_count >= 1,
+        lambda client_count: is_int_at_least(client_count, 1),
         "ADM-STATS-1: client_count is an int >= 1",
         error=ValueError,
     )
     @icontract.require(
-        lambda client_count, client_index: is_int(client_index)
-        and 0 <= client_index < client_count,
+        lambda client_count, client_index: (
+            is_int(client_index) and 0 <= client_index < client_count
+        ),
         "ADM-STATS-1: 0 <= client_index < client_count",
         error=ValueError,
     )
     @icontract.require(
-        lambda counters, client_count: _buffer_length(counters) is None
-        or _buffer_length(counters) >= SharedAdmissionStats.num_counters(client_count),  # type: ignore[operator]
+        lambda counters, client_count: _buffer_holds(counters, client_count),
         "ADM-STATS-1: the buffer holds num_counters(client_count) counters",
         error=ValueError,
     )
@@ -158,7 +188,7 @@ class SharedAdmissionStats:
         self, counters: AdmissionCounterBuffer, client_count: int, client_index: int
     ) -> None:
         # ADM-STATS-1: the checks also run under `python -O` (no contracts).
-        if not (is_int(client_count) and client_count >= 1):
+        if not (is_int_at_least(client_count, 1)):
             raise ValueError(f"ADM-STATS-1: client_count must be an int >= 1, got {client_count!r}")
         if not (is_int(client_index) and 0 <= client_index < client_count):
             raise ValueError(
@@ -179,7 +209,7 @@ class SharedAdmissionStats:
 
     @classmethod
     @icontract.require(
-        lambda client_count: is_int(client_count) and client_count >= 1,
+        lambda client_count: is_int_at_least(client_count, 1),
         "ADM-LAYOUT-2: client_count is an int >= 1",
         error=ValueError,
     )
@@ -189,16 +219,18 @@ class SharedAdmissionStats:
     )
     def num_counters(cls, client_count: int) -> int:
         """How many counters `client_count` servers need (ADM-LAYOUT-2)."""
-        if not (is_int(client_count) and client_count >= 1):
-            raise ValueError(f"ADM-LAYOUT-2: client_count must be an int >= 1, got {client_count!r}")
+        if not (is_int_at_least(client_count, 1)):
+            raise ValueError(
+                f"ADM-LAYOUT-2: client_count must be an int >= 1, got {client_count!r}"
+            )
         return client_count * cls.COUNTERS_PER_SLOT
 
     @classmethod
+    @icontract.snapshot(lambda client_addresses: dict(client_addresses or {}), name="config")
     @icontract.ensure(
-        lambda client_addresses, OLD: dict(client_addresses) == OLD.config,
+        lambda client_addresses, OLD: dict(client_addresses or {}) == OLD.config,
         "ADM-RISK-3: reading the config never changes it",
     )
-    @icontract.snapshot(lambda client_addresses: dict(client_addresses), name="config")
     def from_config(
         cls,
         client_addresses: Mapping[str, Any] | None,
@@ -239,7 +271,7 @@ class SharedAdmissionStats:
         return self._slot_offset
 
     @icontract.require(
-        lambda self, client_index: is_int(client_index) and 0 <= client_index < self.client_count,
+        lambda self, client_index: is_index(client_index, self.client_count),
         "ADM-STATS-3: a slot index is in range",
         error=IndexError,
     )
@@ -251,7 +283,7 @@ class SharedAdmissionStats:
         (ADM-CTL-8).
         """
         value = self._counters[client_index * self.COUNTERS_PER_SLOT + self.REQUEST_COUNT]
-        if not is_int(value) or value < 0:
+        if (type(value) is not int and not is_int(value)) or value < 0:
             raise AdmissionCounterError(
                 f"ADM-CTL-8: slot {client_index} holds {value!r}, not a count; "
                 "refusing to decide on a corrupt counter"
@@ -259,20 +291,13 @@ class SharedAdmissionStats:
         return value
 
     @icontract.require(
-        lambda count: is_int(count) and count >= 0,
+        lambda count: is_int_at_least(count, 0),
         "ADM-STATS-2: a count is an int >= 0",
         error=ValueError,
     )
     @icontract.snapshot(lambda self: _whole_buffer(self.counters), name="buffer")
     @icontract.ensure(
-        lambda self, count, OLD: OLD.buffer is None
-        or (
-            list(self.counters)  # type: ignore[call-overload]
-            == [
-                count if index == self.slot_offset + self.REQUEST_COUNT else value
-                for index, value in enumerate(OLD.buffer)
-            ]
-        ),
+        lambda self, count, OLD: _only_own_counter_changed(self, count, OLD.buffer),
         "ADM-STATS-2: a write changes counter 0 of the writer's own slot and nothing else",
     )
     def set_num_requests(self, count: int) -> None:
@@ -283,12 +308,14 @@ class SharedAdmissionStats:
 
     @icontract.ensure(lambda result: result >= 0, "ADM-STATS-3: the sum is never negative")
     @icontract.ensure(
-        lambda self, result: not config.deep_checks()
-        or not is_private_buffer(self.counters)
-        or result
-        == sum(
-            self.counters[index * self.COUNTERS_PER_SLOT + self.REQUEST_COUNT]
-            for index in range(self.client_count)
+        lambda self, result: (
+            not config.deep_checks()
+            or not is_private_buffer(self.counters)
+            or result
+            == sum(
+                self.counters[index * self.COUNTERS_PER_SLOT + self.REQUEST_COUNT]
+                for index in range(self.client_count)
+            )
         ),
         "ADM-STATS-3: the sum equals the sum of counter 0 of every slot",
     )
@@ -304,7 +331,7 @@ class SharedAdmissionStats:
 
 
 @icontract.require(
-    lambda num_servers: is_int(num_servers) and num_servers >= 1,
+    lambda num_servers: is_int_at_least(num_servers, 1),
     "ADM-ALLOC-1: num_servers is an int >= 1",
     error=ValueError,
 )
@@ -314,15 +341,18 @@ class SharedAdmissionStats:
     error=ValueError,
 )
 @icontract.ensure(
-    lambda num_servers, max_num_queued_reqs, result: (result is None)
-    == (num_servers == 1 or max_num_queued_reqs is None),
+    lambda num_servers, max_num_queued_reqs, result: (
+        (result is None) == (num_servers == 1 or max_num_queued_reqs is None)
+    ),
     "ADM-ALLOC-1: a buffer only for several servers with a request limit",
 )
 @icontract.ensure(
-    lambda num_servers, result: result is None
-    or (
-        len(result) == SharedAdmissionStats.num_counters(num_servers)
-        and all(value == 0 for value in result)
+    lambda num_servers, result: (
+        result is None
+        or (
+            len(result) == SharedAdmissionStats.num_counters(num_servers)
+            and all(value == 0 for value in result)
+        )
     ),
     "ADM-ALLOC-1: num_counters(num_servers) counters, all zero",
 )
@@ -334,7 +364,7 @@ def allocate_admission_counters(num_servers: int, max_num_queued_reqs: int | Non
     are several servers and a request limit; otherwise None, and then no
     shared-memory path runs at all.
     """
-    if not (is_int(num_servers) and num_servers >= 1):
+    if not (is_int_at_least(num_servers, 1)):
         raise ValueError(f"ADM-ALLOC-1: num_servers must be an int >= 1, got {num_servers!r}")
     if not is_limit(max_num_queued_reqs):
         raise ValueError(
@@ -433,12 +463,13 @@ class AdmissionCheck:
     check is made, and every way out but admission gives it back.
     """
 
-    __slots__ = ("_controller", "_n", "_state", "_num_slots", "_reserved", "_open")
+    __slots__ = ("_controller", "_stats", "_n", "_state", "_num_slots", "_reserved", "_open")
 
     def __init__(
         self, controller: AdmissionController, n: int, num_slots: int, reserved: bool
     ) -> None:
         self._controller = controller
+        self._stats = controller.shared_stats
         self._n = n
         self._state = protocol.Check(n)
         self._num_slots = num_slots
@@ -502,11 +533,10 @@ class AdmissionCheck:
         requests plus outstanding reservations). A corrupt value or a failing
         buffer gives the reservation back and raises (ADM-CTL-8).
         """
-        controller = self._controller
         try:
-            stats = controller.shared_stats
+            stats = self._stats
             if stats is None:
-                tracker = controller.tracker
+                tracker = self._controller.tracker
                 value = tracker.get_num_unfinished_requests() + tracker.num_reserved
             else:
                 value = stats.read_slot(self._state.next_slot)
@@ -532,10 +562,12 @@ class AdmissionCheck:
             limit = controller.max_num_queued_reqs
             view: int | None = None
             if limit is not None:
+                # ADM-CTL-5: with M = 0 no view + n (n >= 1) and no reservation fits.
                 view = self._state.view
                 if not protocol.admits(controller.protocol, view, self._n, limit):
                     raise QueueOverflowError(view=view, n=self._n, limit=limit)
             token_limit = controller.max_num_queued_tokens
+            # ADM-RISK-2: the server's own queued tokens, never counter 1 of any slot.
             queued_tokens = controller.tracker.get_num_queued_tokens()
             if is_token_backlog_full(queued_tokens, token_limit):
                 raise MaxQueuedTokensError(queued_tokens=queued_tokens, limit=token_limit)
@@ -650,17 +682,16 @@ class AdmissionController:
         return self._mode == "reserve" and self._max_num_queued_reqs is not None
 
     @icontract.require(
-        lambda n: is_int(n) and n >= 1, "ADM-CTL-2: n is an int >= 1", error=ValueError
+        lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1", error=ValueError
     )
     @icontract.snapshot(lambda self: self.tracker.num_reserved, name="reserved")
     @icontract.ensure(
-        lambda self, n, OLD, result: self.tracker.num_reserved
-        == OLD.reserved + (n if self.reserves else 0),
-        "ADM-CTL-9: a check in reserve mode writes its reservation first; shared mode writes nothing",
+        lambda self, n, OLD, result: (
+            self.tracker.num_reserved == OLD.reserved + (n if self.reserves else 0)
+        ),
+        "ADM-CTL-9: reserve mode writes its reservation first; shared mode writes nothing",
     )
-    @icontract.ensure(
-        lambda self, result: result.is_open, "ADM-CTL-7: a started check is open"
-    )
+    @icontract.ensure(lambda self, result: result.is_open, "ADM-CTL-7: a started check is open")
     def start_check(self, n: int = 1) -> AdmissionCheck:
         """Start a check of a request of weight `n`; in reserve mode, reserve first (ADM-CTL-9)."""
         if not is_int(n) or n < 1:
@@ -678,7 +709,7 @@ class AdmissionController:
         return AdmissionCheck(self, n, num_slots, reserved)
 
     @icontract.require(
-        lambda n: is_int(n) and n >= 1, "ADM-CTL-2: n is an int >= 1", error=ValueError
+        lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1", error=ValueError
     )
     @icontract.snapshot(lambda self: self.tracker.num_reserved, name="reserved")
     @icontract.snapshot(lambda self: self.tracker.get_num_unfinished_requests(), name="unfinished")
@@ -687,8 +718,9 @@ class AdmissionController:
         "ADM-CTL-6: a check registers nothing",
     )
     @icontract.ensure(
-        lambda self, n, OLD: self.tracker.num_reserved
-        == OLD.reserved + (n if self.reserves else 0),
+        lambda self, n, OLD: (
+            self.tracker.num_reserved == OLD.reserved + (n if self.reserves else 0)
+        ),
         "ADM-CTL-9: an admission in reserve mode keeps its reservation; shared mode writes nothing",
     )
     @icontract.ensure(
@@ -696,14 +728,19 @@ class AdmissionController:
         "ADM-CTL-3: the view is returned iff there is a request limit",
     )
     @icontract.ensure(
-        lambda self, n, result: result is None
-        or self.max_num_queued_reqs is None
-        or protocol.admits(self.protocol, result, n, self.max_num_queued_reqs),
-        "ADM-CTL-3: an admitted request passed the protocol's decision",
+        lambda self, n, result: (
+            result is None
+            or self.max_num_queued_reqs is None
+            or (self.mode == "shared" and result + n <= self.max_num_queued_reqs)
+            or (self.mode == "reserve" and result <= self.max_num_queued_reqs)
+        ),
+        "ADM-CTL-3: an admission read view + n <= M (shared) or view <= M (reserve)",
     )
     @icontract.ensure(
-        lambda self: self.max_num_queued_tokens is None
-        or self.tracker.get_num_queued_tokens() < self.max_num_queued_tokens,
+        lambda self: (
+            self.max_num_queued_tokens is None
+            or self.tracker.get_num_queued_tokens() < self.max_num_queued_tokens
+        ),
         "ADM-CTL-4: an admitted request found the token backlog below its limit",
     )
     def check_admission(self, n: int = 1) -> int | None:
@@ -726,7 +763,7 @@ class AdmissionController:
         return check.decide()
 
     @icontract.require(
-        lambda n: is_int(n) and n >= 1, "ADM-CTL-2: n is an int >= 1", error=ValueError
+        lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1", error=ValueError
     )
     @icontract.require(
         lambda self, n: not self.reserves or self.tracker.num_reserved >= n,
@@ -735,7 +772,9 @@ class AdmissionController:
     )
     @icontract.snapshot(lambda self: self.tracker.num_reserved, name="reserved")
     @icontract.ensure(
-        lambda self, n, OLD: self.tracker.num_reserved == OLD.reserved - (n if self.reserves else 0),
+        lambda self, n, OLD: (
+            self.tracker.num_reserved == OLD.reserved - (n if self.reserves else 0)
+        ),
         "ADM-CTL-9: cancelling gives exactly the reservation back",
     )
     def cancel_admission(self, n: int = 1) -> None:

@@ -163,8 +163,7 @@ def _sweep(points: Sequence[tuple[float, int, int]]) -> int:
 
 @icontract.ensure(lambda result: result >= 0, "ADM-EV-4: the maximum is never negative")
 @icontract.ensure(
-    lambda events, result: result
-    <= sum(event.n for event in events if event.event == "admit"),
+    lambda events, result: result <= sum(event.n for event in events if event.event == "admit"),
     "ADM-EV-4: the maximum never exceeds everything admitted",
 )
 def max_in_flight(events: Iterable[AdmissionEvent]) -> int:

@@ -95,9 +95,7 @@ def _count_present(queue: RequestQueue, requests: Iterable[Any]) -> int | None:
     ids = _queued_ids(queue)
     if ids is None:
         return None
-    return len(
-        {id(r) for r in requests if _is_request_shaped(r) and ids.get(r.request_id) is r}
-    )
+    return len({id(r) for r in requests if _is_request_shaped(r) and ids.get(r.request_id) is r})
 
 
 def _head_or_none(queue: RequestQueue) -> Any:
@@ -426,8 +424,9 @@ class FCFSRequestQueue(_IndexedQueue):
     @icontract.snapshot(lambda requests: list(requests), name="incoming")
     @icontract.snapshot(lambda self: _contents(self), name="items")
     @icontract.ensure(
-        lambda self, OLD: list(itertools.islice(self._items, len(OLD.incoming)))
-        == OLD.incoming[::-1],
+        lambda self, OLD: (
+            list(itertools.islice(self._items, len(OLD.incoming))) == OLD.incoming[::-1]
+        ),
         "RQ-FCFS-4: prepend_requests puts the other queue in front, reversed",
     )
     @icontract.ensure(
@@ -451,8 +450,9 @@ class FCFSRequestQueue(_IndexedQueue):
     @icontract.snapshot(lambda self: _contents(self), name="items")
     @icontract.ensure(lambda self, request: request not in self, "RQ-ALL-6: the request is gone")
     @icontract.ensure(
-        lambda self, request, OLD: OLD.items is None
-        or list(self) == [r for r in OLD.items if r is not request],
+        lambda self, request, OLD: (
+            OLD.items is None or list(self) == [r for r in OLD.items if r is not request]
+        ),
         "RQ-ALL-6: the other requests keep their order",
     )
     def remove_request(self, request: Any) -> None:
@@ -471,9 +471,11 @@ class FCFSRequestQueue(_IndexedQueue):
         name="named",
     )
     @icontract.ensure(
-        lambda self, OLD: OLD.items is None
-        or OLD.named is None
-        or list(self) == [r for r in OLD.items if all(r is not x for x in OLD.named)],
+        lambda self, OLD: (
+            OLD.items is None
+            or OLD.named is None
+            or list(self) == [r for r in OLD.items if all(r is not x for x in OLD.named)]
+        ),
         "RQ-ALL-7: the remaining requests keep their order",
     )
     def remove_requests(self, requests: Iterable[Any]) -> None:
@@ -576,14 +578,17 @@ class PriorityRequestQueue(_IndexedQueue):
     @icontract.snapshot(lambda self: _head_or_none(self), name="head")
     @icontract.snapshot(lambda self: _contents(self), name="items")
     @icontract.ensure(
-        lambda self, request, OLD: self._head() is request
-        if OLD.head is None or request_key(request) < request_key(OLD.head)
-        else self._head() is OLD.head,
+        lambda self, request, OLD: (
+            self._head() is request
+            if OLD.head is None or request_key(request) < request_key(OLD.head)
+            else self._head() is OLD.head
+        ),
         "RQ-PRI-1: the minimum is now the smaller of the old minimum and the new request",
     )
     @icontract.ensure(
-        lambda self, request, OLD: OLD.items is None
-        or list(self) == sorted(OLD.items + [request], key=request_key),
+        lambda self, request, OLD: (
+            OLD.items is None or list(self) == sorted(OLD.items + [request], key=request_key)
+        ),
         "RQ-PRI-1: the queue holds the old requests and the new one, in key order",
     )
     def add_request(self, request: Any) -> None:
@@ -614,9 +619,7 @@ class PriorityRequestQueue(_IndexedQueue):
         return request
 
     @icontract.snapshot(lambda self: _contents(self), name="items")
-    @icontract.ensure(
-        lambda self, result: result is self._head(), "RQ-ALL-5: peek is the minimum"
-    )
+    @icontract.ensure(lambda self, result: result is self._head(), "RQ-ALL-5: peek is the minimum")
     @icontract.ensure(
         lambda self, OLD: OLD.items is None or list(self) == OLD.items,
         "RQ-ALL-5: peek does not change the queue",
@@ -632,8 +635,9 @@ class PriorityRequestQueue(_IndexedQueue):
 
     @icontract.snapshot(lambda self: _contents(self), name="items")
     @icontract.ensure(
-        lambda self, request, OLD: OLD.items is None
-        or list(self) == sorted(OLD.items + [request], key=request_key),
+        lambda self, request, OLD: (
+            OLD.items is None or list(self) == sorted(OLD.items + [request], key=request_key)
+        ),
         "RQ-PRI-3: prepend_request is add_request: the request takes its key's place",
     )
     def prepend_request(self, request: Any) -> None:
@@ -648,8 +652,9 @@ class PriorityRequestQueue(_IndexedQueue):
         "RQ-PRI-4: every request of the other queue is now queued here",
     )
     @icontract.ensure(
-        lambda self, OLD: OLD.items is None
-        or list(self) == sorted(OLD.items + OLD.incoming, key=request_key),
+        lambda self, OLD: (
+            OLD.items is None or list(self) == sorted(OLD.items + OLD.incoming, key=request_key)
+        ),
         "RQ-PRI-4: all of them in key order",
     )
     def prepend_requests(self, requests: RequestQueue) -> None:
@@ -660,8 +665,9 @@ class PriorityRequestQueue(_IndexedQueue):
     @icontract.snapshot(lambda self: _contents(self), name="items")
     @icontract.ensure(lambda self, request: request not in self, "RQ-ALL-6: the request is gone")
     @icontract.ensure(
-        lambda self, request, OLD: OLD.items is None
-        or list(self) == [r for r in OLD.items if r is not request],
+        lambda self, request, OLD: (
+            OLD.items is None or list(self) == [r for r in OLD.items if r is not request]
+        ),
         "RQ-ALL-6: the other requests keep their order",
     )
     def remove_request(self, request: Any) -> None:
@@ -679,9 +685,11 @@ class PriorityRequestQueue(_IndexedQueue):
         name="named",
     )
     @icontract.ensure(
-        lambda self, OLD: OLD.items is None
-        or OLD.named is None
-        or list(self) == [r for r in OLD.items if all(r is not x for x in OLD.named)],
+        lambda self, OLD: (
+            OLD.items is None
+            or OLD.named is None
+            or list(self) == [r for r in OLD.items if all(r is not x for x in OLD.named)]
+        ),
         "RQ-ALL-7: the remaining requests keep their order",
     )
     def remove_requests(self, requests: Iterable[Any]) -> None:

@@ -1,17 +1,193 @@
-"""Placeholder: being written (see the open issues)."""
+"""`queueref bound-table`: the exact worst case of the admission protocols, by exhaustive search.
+
+For every N (servers), M (cap, `max_num_queued_reqs`) and W (largest request weight n)
+in the given inclusive ranges, enumerates every interleaving of the servers' steps
+(`queueref.models.explorer`) and prints the worst global count next to the bound
+(OB-TABLE-1):
+
+* check-then-write (vLLM's protocol, the default): `worst_total` is the largest global
+  unfinished count, `bound` is M + (N-1)*min(M, W) (OB-BOUND-1) -- the two are equal;
+* write-then-check (queueref's reserve mode): `worst_total` is the largest admitted
+  count, `bound` is M (OB-WTC-1); `worst_slot_total` counts reservations in progress too,
+  and `spurious_rejection` is the largest free capacity M - A at which a request that fits
+  can be rejected under contention (OB-WTC-3; null when it never happens).
+
+`--json` prints a JSON list of rows; `--witness` adds the interleaving that reaches
+`worst_total` (and, for write-then-check, the one that shows the spurious rejection).
+
+Exit status: 0 when every row is within its bound, 1 when one is not, 2 on bad arguments
+(one line on stderr, no traceback) or when a search would exceed `--max-states`.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from collections.abc import Sequence
 
-HELP = "(not yet available)"
+from queueref.models.explorer import (
+    CHECK_THEN_WRITE,
+    PROTOCOLS,
+    WRITE_THEN_CHECK,
+    Exploration,
+    StateLimitExceeded,
+    Step,
+    explore,
+    make_model,
+    replay,
+    worst_spurious_rejection,
+)
+
+HELP = "exact worst-case global count of the admission protocols, by exhaustive search"
+
+#: The smallest value each range accepts.
+MINIMUM = {"servers": 1, "cap": 0, "weight": 1}
+
+
+class UsageError(Exception):
+    """A bad argument: reported as one line on stderr, exit status 2."""
+
+
+def parse_range(text: str, name: str, minimum: int) -> range:
+    """OB-TABLE-2: `A-B` (inclusive) or `A`, with minimum <= A <= B."""
+    parts = text.strip().split("-")
+    try:
+        if len(parts) == 1:
+            low = high = int(parts[0])
+        elif len(parts) == 2:
+            low, high = int(parts[0]), int(parts[1])
+        else:
+            raise ValueError
+    except ValueError:
+        raise UsageError(f"--{name} {text!r}: expected A-B or A (integers)") from None
+    if low < minimum:
+        raise UsageError(f"--{name} {text!r}: values must be >= {minimum}")
+    if high < low:
+        raise UsageError(f"--{name} {text!r}: the range is empty ({high} < {low})")
+    return range(low, high + 1)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    del parser
+    parser.add_argument("--servers", default="2-3", help="N: A-B or A, inclusive (default 2-3)")
+    parser.add_argument("--cap", default="0-4", help="M: A-B or A, inclusive (default 0-4)")
+    parser.add_argument("--weight", default="1-3", help="W: A-B or A, inclusive (default 1-3)")
+    parser.add_argument(
+        "--protocol",
+        default=CHECK_THEN_WRITE,
+        help=f"{' or '.join(PROTOCOLS)} (default {CHECK_THEN_WRITE})",
+    )
+    parser.add_argument("--json", action="store_true", help="print a JSON list of rows")
+    parser.add_argument(
+        "--witness", action="store_true", help="add the interleaving that reaches worst_total"
+    )
+    parser.add_argument(
+        "--max-states",
+        default="5000000",
+        help="stop (exit 2) rather than search more states than this per row (default 5e6)",
+    )
+
+
+def witness_json(protocol: str, exploration: Exploration, steps: Sequence[Step]) -> list[object]:
+    """The steps with the slots and the counted total after each one."""
+    model = make_model(protocol, exploration.servers, exploration.cap, exploration.weight)
+    states = replay(model, steps)
+    out: list[object] = []
+    for step, state in zip(steps, states[1:], strict=True):
+        entry: dict[str, object] = dict(step.to_json())
+        entry["slots"] = list(model.slots(state))
+        entry["total"] = model.total(state)
+        out.append(entry)
+    return out
+
+
+def _rows(args: argparse.Namespace) -> list[dict[str, object]]:
+    protocol = str(args.protocol)
+    if protocol not in PROTOCOLS:
+        raise UsageError(f"--protocol {protocol!r}: expected one of {', '.join(PROTOCOLS)}")
+    servers = parse_range(str(args.servers), "servers", MINIMUM["servers"])
+    caps = parse_range(str(args.cap), "cap", MINIMUM["cap"])
+    weights = parse_range(str(args.weight), "weight", MINIMUM["weight"])
+    try:
+        max_states = int(float(args.max_states))
+    except ValueError:
+        raise UsageError(f"--max-states {args.max_states!r}: expected a number") from None
+    rows: list[dict[str, object]] = []
+    for n in servers:
+        for m in caps:
+            for w in weights:
+                result = explore(protocol, n, m, w, witness=args.witness, max_states=max_states)
+                row = result.row()
+                if args.witness:
+                    row["witness"] = witness_json(protocol, result, result.witness or ())
+                    if protocol == WRITE_THEN_CHECK:
+                        _, steps = worst_spurious_rejection(protocol, n, m, w)
+                        row["spurious_witness"] = witness_json(protocol, result, steps)
+                rows.append(row)
+    return rows
+
+
+def _within(row: dict[str, object]) -> bool:
+    worst, bound = row["worst_total"], row["bound"]
+    assert isinstance(worst, int) and isinstance(bound, int)
+    if row["protocol"] == CHECK_THEN_WRITE:
+        return worst == bound
+    return worst <= bound
+
+
+def _print_table(protocol: str, rows: list[dict[str, object]], witness: bool) -> None:
+    if protocol == CHECK_THEN_WRITE:
+        print("check-then-write: worst global count vs the bound M + (N-1)*min(M, W)")
+        header = ["servers", "cap", "weight", "worst_total", "bound", "states", "seconds"]
+    else:
+        print("write-then-check: worst admitted count vs the cap M")
+        header = [
+            "servers",
+            "cap",
+            "weight",
+            "worst_total",
+            "bound",
+            "worst_slot_total",
+            "spurious_rejection",
+            "states",
+            "seconds",
+        ]
+    widths = [max(len(h), 7) for h in header]
+    print("  ".join(h.rjust(wd) for h, wd in zip(header, widths, strict=True)) + "  check")
+    for row in rows:
+        cells = ["-" if row.get(h) is None else str(row.get(h)) for h in header]
+        verdict = "ok" if _within(row) else "OVER THE BOUND"
+        print("  ".join(c.rjust(wd) for c, wd in zip(cells, widths, strict=True)) + "  " + verdict)
+        if witness:
+            for title, key in (("witness", "witness"), ("spurious rejection", "spurious_witness")):
+                steps = row.get(key)
+                if not isinstance(steps, list) or (key == "spurious_witness" and not steps):
+                    continue
+                print(f"    {title} (N={row['servers']}, M={row['cap']}, W={row['weight']}):")
+                for i, entry in enumerate(steps, 1):
+                    assert isinstance(entry, dict)
+                    step = Step.from_json(entry)
+                    print(f"      {i:3}. {step.describe():<62} slots {entry['slots']}")
 
 
 def run(args: argparse.Namespace) -> int:
-    del args
-    print("queueref: this command is not available yet")
-    return 2
+    try:
+        rows = _rows(args)
+    except UsageError as error:
+        print(f"queueref bound-table: {error}", file=sys.stderr)
+        return 2
+    except StateLimitExceeded as error:
+        print(f"queueref bound-table: {error} (raise --max-states)", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(rows, indent=1 if args.witness else None))
+    else:
+        _print_table(str(args.protocol), rows, bool(args.witness))
+    over = [row for row in rows if not _within(row)]
+    for row in over:
+        print(
+            f"queueref bound-table: N={row['servers']} M={row['cap']} W={row['weight']}: "
+            f"worst_total {row['worst_total']} vs bound {row['bound']}",
+            file=sys.stderr,
+        )
+    return 1 if over else 0

@@ -1,1 +1,49 @@
-"""queueref as an oracle in other projects' tests."""
+"""queueref as an oracle in other projects' tests.
+
+* `check_request_queue(factory, policy)` -- compare a `RequestQueue` with the
+  reference for a policy (ORC-CRQ-1);
+* `check_queue_laws(factory)` -- the laws every `RequestQueue` obeys, for
+  queues with their own order (ORC-LAW-1 to ORC-LAW-6);
+* `check_admission_trace(events, num_servers, max_num_queued_reqs)` -- replay
+  a recorded admission trace (ORC-TR-1);
+* `ConformanceError` -- what the queue checks raise.
+
+The names are imported lazily: `import queueref.oracle` (and the pytest
+plugin, which pytest loads in every run of anyone who installs queueref) does
+not import Hypothesis; the queue checks import it when first used (ORC-PLUG-2).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from queueref.oracle.errors import ConformanceError, TraceFormatError
+
+if TYPE_CHECKING:
+    from queueref.oracle.conformance import check_queue_laws, check_request_queue
+    from queueref.oracle.trace_check import TraceReport, check_admission_trace
+
+_LAZY = {
+    "check_request_queue": "queueref.oracle.conformance",
+    "check_queue_laws": "queueref.oracle.conformance",
+    "check_admission_trace": "queueref.oracle.trace_check",
+    "TraceReport": "queueref.oracle.trace_check",
+}
+
+__all__ = [
+    "ConformanceError",
+    "TraceFormatError",
+    "TraceReport",
+    "check_admission_trace",
+    "check_queue_laws",
+    "check_request_queue",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """ORC-PLUG-2: import the checkers (and Hypothesis) only when they are used."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'queueref.oracle' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,194 @@
+"""A per-server API front: admission, registration, submission, departures.
+
+Models the admission path of `vllm/v1/engine/async_llm.py`
+(`AsyncLLM.add_request` / `_add_request`: `check_admission`, then
+`OutputProcessor.add_request` before the first `await`, then
+`engine_core.add_request_async`) and `AsyncLLM.abort`.
+
+Deliberate divergences from vLLM:
+
+* A request with `n` parallel samples is checked and all its children are
+  registered in one synchronous step (ADM-FRONT-2). Upstream checks `n` once
+  and then registers the children one at a time, awaiting the engine between
+  two children, so another coroutine's check can pass in between.
+* Every decision and departure can be recorded as an `AdmissionEvent`,
+  stamped by the convention of ADM-EV-3.
+* An optional lock around check + registration gives the exact,
+  lock-protected baseline protocol the benchmark compares with ("locked").
+* There is no engine: `submit` is any coroutine function standing for
+  `engine_core.add_request_async`; tests and the stress run drive `finish`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+import icontract
+
+from queueref.admission import (
+    AdmissionController,
+    AdmissionRejected,
+    QueueOverflowError,
+    is_int_at_least,
+)
+from queueref.events import AdmissionEvent, EventKind
+from queueref.tracker import RequestTracker
+
+Recorder = Callable[[AdmissionEvent], None]
+Submitter = Callable[[str], Awaitable[None]]
+
+
+class APIServer:
+    """One API server process's front: `admit` is check + registration, never split.
+
+    `admit` runs `check_admission(n)` and the tracker registration of all `n`
+    children with no `await` between them (ADM-FRONT-1), so two coroutines of
+    one server can never both take the last slot. `add_request` then awaits
+    the submission of each child; a failure or a cancellation there aborts
+    every child, giving the slots back (ADM-FRONT-2).
+    """
+
+    @icontract.require(
+        lambda server_index: is_int_at_least(server_index, 0),
+        "ADM-FRONT-1: server_index is an int >= 0",
+        error=ValueError,
+    )
+    def __init__(
+        self,
+        controller: AdmissionController,
+        *,
+        server_index: int = 0,
+        submit: Submitter | None = None,
+        record: Recorder | None = None,
+        admission_lock: AbstractContextManager[Any] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._controller = controller
+        self._server_index = server_index
+        self._submit = submit
+        self._record = record
+        self._lock: AbstractContextManager[Any] = (
+            admission_lock if admission_lock is not None else nullcontext()
+        )
+        self._clock = clock
+
+    @property
+    def controller(self) -> AdmissionController:
+        """The server's admission controller."""
+        return self._controller
+
+    @property
+    def tracker(self) -> RequestTracker:
+        """The server's request tracker."""
+        return self._controller.tracker
+
+    @property
+    def server_index(self) -> int:
+        """The index written into the event records."""
+        return self._server_index
+
+    def _emit(
+        self,
+        t: float,
+        event: EventKind,
+        request_id: str,
+        n: int,
+        view: int | None = None,
+        t_before: float | None = None,
+    ) -> None:
+        if self._record is not None:
+            self._record(
+                AdmissionEvent(t, self._server_index, event, request_id, n, view, t_before)
+            )
+
+    @icontract.require(
+        lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1", error=ValueError
+    )
+    @icontract.snapshot(lambda self: self.tracker.get_num_unfinished_requests(), name="unfinished")
+    @icontract.snapshot(lambda self: self.tracker.num_reserved, name="reserved")
+    @icontract.ensure(
+        lambda self, n, OLD: self.tracker.get_num_unfinished_requests() == OLD.unfinished + n,
+        "ADM-FRONT-2: an admitted request has all n children registered",
+    )
+    @icontract.ensure(
+        lambda self, OLD: self.tracker.num_reserved == OLD.reserved,
+        "ADM-FRONT-1: the registration takes the reservation over (no double count)",
+    )
+    def admit(self, request_id: str, n: int = 1, num_prompt_tokens: int = 1) -> list[str]:
+        """Check and register in one synchronous step; raise `AdmissionRejected` (ADM-FRONT-1).
+
+        Returns the internal ids registered. A rejection registers nothing and
+        changes no count. Events: `admit` is stamped right after the decision
+        and before the slot write of the registration; `reject` right after
+        the decision (ADM-EV-3).
+        """
+        # ADM-FRONT-1: bad ids are refused before any check, so no reservation is at stake.
+        self.tracker.check_new_request(request_id, n, num_prompt_tokens)
+        with self._lock:
+            try:
+                view = self._controller.check_admission(n)
+            except AdmissionRejected as rejection:
+                seen = rejection.view if isinstance(rejection, QueueOverflowError) else None
+                self._emit(self._clock(), "reject", request_id, n, seen)
+                raise
+            # ADM-EV-3: stamped after the decision, before the registration writes the slot.
+            t = self._clock()
+            try:
+                ids = self.tracker.add(request_id, n, num_prompt_tokens)
+            except BaseException:
+                self._controller.cancel_admission(n)
+                raise
+        self._emit(t, "admit", request_id, n, view)
+        return ids
+
+    async def add_request(
+        self, request_id: str, n: int = 1, num_prompt_tokens: int = 1
+    ) -> list[str]:
+        """`admit`, then await the submission of every child (ADM-FRONT-2).
+
+        If a submission fails or the coroutine is cancelled, every child still
+        tracked is aborted (its slot given back) and the error propagates.
+        """
+        ids = self.admit(request_id, n, num_prompt_tokens)
+        if self._submit is not None:
+            try:
+                for rid in ids:
+                    await self._submit(rid)
+            except BaseException:
+                # ADM-FRONT-2: all or nothing, also when the submission fails half-way.
+                self.abort(request_id)
+                raise
+        return ids
+
+    @icontract.snapshot(lambda self: self.tracker.get_num_unfinished_requests(), name="unfinished")
+    @icontract.ensure(
+        lambda self, OLD: self.tracker.get_num_unfinished_requests() == OLD.unfinished - 1,
+        "ADM-TRK-3: finishing ends exactly one internal request",
+    )
+    def finish(self, request_id: str) -> None:
+        """An internal request finished; stamps `t_before`/`t` around the slot write (ADM-EV-3)."""
+        t_before = self._clock()
+        self.tracker.finish(request_id)
+        self._emit(self._clock(), "finish", request_id, 1, None, t_before)
+
+    @icontract.snapshot(lambda self: self.tracker.get_num_unfinished_requests(), name="unfinished")
+    @icontract.ensure(
+        lambda self, result, OLD: (
+            self.tracker.get_num_unfinished_requests() == OLD.unfinished - len(result)
+        ),
+        "ADM-TRK-2: exactly the returned requests are gone",
+    )
+    def abort(self, request_id: str) -> list[str]:
+        """Abort a request, a parent with its children; one event if any ended (ADM-TRK-2)."""
+        t_before = self._clock()
+        ended = self.tracker.abort(request_id)
+        if ended:
+            self._emit(self._clock(), "abort", request_id, len(ended), None, t_before)
+        return ended
+
+    def prefill_done(self, request_id: str) -> None:
+        """The first output of an internal request arrived (ADM-TRK-4)."""
+        self.tracker.prefill_done(request_id)

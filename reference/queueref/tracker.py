@@ -1,0 +1,333 @@
+"""Per-server bookkeeping of unfinished requests (vLLM's `OutputProcessor` role).
+
+Models the request bookkeeping of `vllm/v1/engine/output_processor.py`
+(`OutputProcessor.add_request`, `abort_requests`, `_finish_request`,
+`get_num_unfinished_requests`, `get_num_queued_tokens`,
+`_update_admission_stats`) and the fan-out of parallel sampling in
+`vllm/v1/engine/async_llm.py` / `vllm/v1/engine/parallel_sampling.py`.
+
+Deliberate divergences from vLLM:
+
+* `add` registers all `n` children of a parallel-sampling request in one call,
+  all or nothing (ADM-TRK-1); upstream registers them one at a time with an
+  `await` between two children, which lets a second check pass in between.
+* Ids are checked: an id already tracked (as a request or as a parent) is a
+  `ValueError` and nothing changes; upstream treats a known id as a streaming
+  update. Streaming input is not modelled.
+* There is no separate external-id map: the external id is the request id,
+  which names the request (n == 1) or the parent of its children (n > 1).
+* The slot refresh writes `unfinished + reserved`, where `reserved` counts the
+  write-then-check reservations of `mode="reserve"` (ADM-TRK-7); upstream has
+  no reservations, so the slot is just the unfinished count there too.
+* `finish` of an unknown id is a `KeyError` (upstream's `_finish_request` is
+  private and only called on known states).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import icontract
+
+from queueref import config
+from queueref.admission import (
+    SharedAdmissionStats,
+    is_int,
+    is_int_at_least,
+    is_private_buffer,
+)
+
+
+def child_request_id(request_id: str, index: int) -> str:
+    """The id of child `index` of a parallel-sampling request, as vLLM names it (ADM-TRK-1)."""
+    return f"{index}_{request_id}"
+
+
+def child_request_ids(request_id: str, n: int) -> list[str]:
+    """The internal ids of a request of `n` samples: itself for n == 1, else n children."""
+    if n == 1:
+        return [request_id]
+    return [child_request_id(request_id, index) for index in range(n)]
+
+
+@dataclass
+class _RequestState:
+    """One internal request: its parent (if a child) and its prompt length."""
+
+    parent_id: str | None
+    num_prompt_tokens: int
+    is_prefilling: bool = True
+
+
+def _consistent(tracker: RequestTracker) -> bool:
+    """The whole-structure invariant: caches equal the traversal (ADM-TRK-6)."""
+    states = tracker._states
+    queued = sum(state.num_prompt_tokens for state in states.values() if state.is_prefilling)
+    if queued != tracker._queued_tokens:
+        return False
+    for parent_id, children in tracker._parents.items():
+        if not children or parent_id in states:
+            return False
+        for child_id in children:
+            state = states.get(child_id)
+            if state is None or state.parent_id != parent_id:
+                return False
+    return all(
+        state.parent_id is None or request_id in tracker._parents.get(state.parent_id, ())
+        for request_id, state in states.items()
+    )
+
+
+def _own_slot_current(tracker: RequestTracker) -> bool:
+    """The own slot holds unfinished + reserved (checked on private buffers only)."""
+    stats = tracker.shared_stats
+    if stats is None or not is_private_buffer(stats.counters):
+        return True
+    return bool(
+        stats.counters[stats.slot_offset + stats.REQUEST_COUNT]
+        == tracker.get_num_unfinished_requests() + tracker.num_reserved
+    )
+
+
+@icontract.invariant(
+    lambda self: self.num_reserved >= 0 and self.get_num_queued_tokens() >= 0,
+    "ADM-TRK-7: counts are never negative",
+)
+@icontract.invariant(
+    lambda self: not config.deep_checks() or _consistent(self),
+    "ADM-TRK-6: the cached counts equal the tracked requests",
+)
+class RequestTracker:
+    """The unfinished requests of one API server, and its slot refresh (ADM-TRK-5).
+
+    The slot of the server is refreshed at exactly three exits -- `add`,
+    `abort` and `finish` -- plus the reservation writes of write-then-check
+    (`reserve`, `release_reservation`). Without shared stats nothing is
+    written anywhere.
+    """
+
+    def __init__(self, shared_stats: SharedAdmissionStats | None = None) -> None:
+        self._stats = shared_stats
+        self._states: dict[str, _RequestState] = {}
+        self._parents: dict[str, set[str]] = {}
+        self._queued_tokens = 0
+        self._reserved = 0
+
+    @property
+    def shared_stats(self) -> SharedAdmissionStats | None:
+        """The shared counters this tracker refreshes, or None."""
+        return self._stats
+
+    @property
+    def num_reserved(self) -> int:
+        """Reservations written by write-then-check checks, not yet registered (ADM-TRK-7)."""
+        return self._reserved
+
+    def get_num_unfinished_requests(self) -> int:
+        """The number of internal requests not finished or aborted (ADM-TRK-6)."""
+        return len(self._states)
+
+    def get_num_queued_tokens(self) -> int:
+        """The prompt tokens of the requests still in prefill (ADM-TRK-4)."""
+        return self._queued_tokens
+
+    def has_request(self, request_id: str) -> bool:
+        """Whether `request_id` is a tracked internal request or parent."""
+        return request_id in self._states or request_id in self._parents
+
+    def request_ids(self) -> list[str]:
+        """The internal ids tracked, in registration order."""
+        return list(self._states)
+
+    def children_of(self, request_id: str) -> list[str]:
+        """The internal ids an abort of `request_id` would end (ADM-TRK-2)."""
+        if request_id in self._parents:
+            return [rid for rid in self._states if rid in self._parents[request_id]]
+        if request_id in self._states:
+            return [request_id]
+        return []
+
+    def _refresh(self) -> None:
+        """Write this server's count to its own slot (ADM-TRK-5)."""
+        if self._stats is not None:
+            self._stats.set_num_requests(len(self._states) + self._reserved)
+
+    def check_new_request(self, request_id: str, n: int = 1, num_prompt_tokens: int = 1) -> None:
+        """Raise `ValueError` when `add(request_id, n, num_prompt_tokens)` would (ADM-TRK-1)."""
+        if not isinstance(request_id, str):
+            raise ValueError(f"ADM-TRK-1: a request id is a str, got {request_id!r}")
+        if not is_int(n) or n < 1:
+            raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
+        if not is_int(num_prompt_tokens) or num_prompt_tokens < 0:
+            raise ValueError(
+                f"ADM-TRK-4: num_prompt_tokens must be an int >= 0, got {num_prompt_tokens!r}"
+            )
+        ids = child_request_ids(request_id, n)
+        taken = [rid for rid in {request_id, *ids} if self.has_request(rid)]
+        if taken:
+            raise ValueError(f"ADM-TRK-1: ids already tracked: {sorted(taken)}")
+
+    @icontract.snapshot(lambda self: self.get_num_unfinished_requests(), name="unfinished")
+    @icontract.snapshot(lambda self: self.num_reserved, name="reserved")
+    @icontract.snapshot(lambda self: self.get_num_queued_tokens(), name="tokens")
+    @icontract.ensure(
+        lambda self, n, OLD: self.get_num_unfinished_requests() == OLD.unfinished + n,
+        "ADM-TRK-1: all n children are registered",
+    )
+    @icontract.ensure(
+        lambda self, n, num_prompt_tokens, OLD: (
+            self.get_num_queued_tokens() == OLD.tokens + n * num_prompt_tokens
+        ),
+        "ADM-TRK-4: every child queues its prompt tokens",
+    )
+    @icontract.ensure(
+        lambda self, n, OLD: self.num_reserved == OLD.reserved - min(OLD.reserved, n),
+        "ADM-TRK-7: a registration takes over outstanding reservations",
+    )
+    @icontract.ensure(
+        lambda request_id, n, result: result == child_request_ids(request_id, n),
+        "ADM-TRK-1: the internal ids are the request id, or 0_id .. (n-1)_id",
+    )
+    @icontract.ensure(lambda self: _own_slot_current(self), "ADM-TRK-5: add refreshes the slot")
+    def add(self, request_id: str, n: int = 1, num_prompt_tokens: int = 1) -> list[str]:
+        """Register a request of `n` parallel samples, all or nothing (ADM-TRK-1).
+
+        Returns the internal ids: `[request_id]` for n == 1, otherwise the
+        children `0_<id>` .. `<n-1>_<id>` under the parent `request_id`. Each
+        is in prefill with `num_prompt_tokens` prompt tokens. Up to `n`
+        outstanding reservations become the real count (ADM-TRK-7), then the
+        slot is refreshed (ADM-TRK-5). Nothing changes when it raises.
+        """
+        self.check_new_request(request_id, n, num_prompt_tokens)
+        ids = child_request_ids(request_id, n)
+        parent_id = request_id if n > 1 else None
+        for rid in ids:
+            self._states[rid] = _RequestState(parent_id, num_prompt_tokens)
+        if parent_id is not None:
+            self._parents[parent_id] = set(ids)
+        self._queued_tokens += n * num_prompt_tokens
+        # ADM-TRK-7: the reservation of a write-then-check admission becomes the real count.
+        self._reserved -= min(self._reserved, n)
+        self._refresh()
+        return ids
+
+    def _drop(self, request_id: str) -> None:
+        """Forget one internal request and, with its last child, its parent."""
+        state = self._states.pop(request_id)
+        if state.is_prefilling:
+            self._queued_tokens -= state.num_prompt_tokens
+        if state.parent_id is not None:
+            children = self._parents[state.parent_id]
+            children.discard(request_id)
+            if not children:
+                del self._parents[state.parent_id]
+
+    @icontract.snapshot(lambda self: self.get_num_unfinished_requests(), name="unfinished")
+    @icontract.ensure(
+        lambda self, result, OLD: (
+            self.get_num_unfinished_requests() == OLD.unfinished - len(result)
+        ),
+        "ADM-TRK-2: exactly the returned requests are gone",
+    )
+    @icontract.ensure(
+        lambda self, result: not any(self.has_request(rid) for rid in result),
+        "ADM-TRK-2: an aborted request is no longer tracked",
+    )
+    @icontract.ensure(lambda self: _own_slot_current(self), "ADM-TRK-5: abort refreshes the slot")
+    def abort(self, request_ids: str | Iterable[str]) -> list[str]:
+        """Abort requests; a parent id cascades to its remaining children (ADM-TRK-2).
+
+        Accepts one id or several, each an internal id or a parent id; unknown
+        ids are ignored (as upstream). Returns the internal ids ended, then
+        refreshes the slot (ADM-TRK-5), even when nothing was aborted.
+        """
+        wanted = [request_ids] if isinstance(request_ids, str) else list(request_ids)
+        aborted: list[str] = []
+        for request_id in wanted:
+            for rid in self.children_of(request_id):
+                self._drop(rid)
+                aborted.append(rid)
+        self._refresh()
+        return aborted
+
+    @icontract.require(
+        lambda self, request_id: request_id in self._states,
+        "ADM-TRK-3: only a tracked internal request can finish",
+        error=lambda request_id: KeyError(f"ADM-TRK-3: unknown request {request_id!r}"),
+    )
+    @icontract.snapshot(lambda self: self.get_num_unfinished_requests(), name="unfinished")
+    @icontract.ensure(
+        lambda self, OLD: self.get_num_unfinished_requests() == OLD.unfinished - 1,
+        "ADM-TRK-3: finishing ends exactly one internal request",
+    )
+    @icontract.ensure(lambda self: _own_slot_current(self), "ADM-TRK-5: finish refreshes the slot")
+    def finish(self, request_id: str) -> None:
+        """An internal request finished normally; the slot is refreshed (ADM-TRK-3, ADM-TRK-5)."""
+        if request_id not in self._states:
+            raise KeyError(f"ADM-TRK-3: unknown request {request_id!r}")
+        self._drop(request_id)
+        self._refresh()
+
+    @icontract.require(
+        lambda self, request_id: request_id in self._states,
+        "ADM-TRK-4: only a tracked internal request leaves prefill",
+        error=lambda request_id: KeyError(f"ADM-TRK-4: unknown request {request_id!r}"),
+    )
+    @icontract.snapshot(lambda self: self.get_num_unfinished_requests(), name="unfinished")
+    @icontract.ensure(
+        lambda self, OLD: self.get_num_unfinished_requests() == OLD.unfinished,
+        "ADM-TRK-4: leaving prefill is not finishing",
+    )
+    def prefill_done(self, request_id: str) -> None:
+        """The first output arrived: the request's prompt no longer queues (ADM-TRK-4).
+
+        Not one of the three exits: the slot is not written (ADM-TRK-5).
+        """
+        if request_id not in self._states:
+            raise KeyError(f"ADM-TRK-4: unknown request {request_id!r}")
+        state = self._states[request_id]
+        if state.is_prefilling:
+            state.is_prefilling = False
+            self._queued_tokens -= state.num_prompt_tokens
+
+    @icontract.require(
+        lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1", error=ValueError
+    )
+    @icontract.snapshot(lambda self: self.num_reserved, name="reserved")
+    @icontract.ensure(
+        lambda self, n, OLD: self.num_reserved == OLD.reserved + n,
+        "ADM-TRK-7: a reservation adds n",
+    )
+    @icontract.ensure(
+        lambda self: _own_slot_current(self), "ADM-CTL-9: the reservation is in the slot"
+    )
+    def reserve(self, n: int) -> None:
+        """Add `n` to the own slot before reading it: write-then-check (ADM-TRK-7, ADM-CTL-9)."""
+        if not is_int(n) or n < 1:
+            raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
+        self._reserved += n
+        self._refresh()
+
+    @icontract.require(
+        lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1", error=ValueError
+    )
+    @icontract.require(
+        lambda self, n: n <= self.num_reserved,
+        "ADM-TRK-7: only a held reservation can be given back",
+        error=ValueError,
+    )
+    @icontract.snapshot(lambda self: self.num_reserved, name="reserved")
+    @icontract.ensure(
+        lambda self, n, OLD: self.num_reserved == OLD.reserved - n,
+        "ADM-CTL-6: the rollback removes exactly the reservation",
+    )
+    @icontract.ensure(lambda self: _own_slot_current(self), "ADM-CTL-6: the slot is rolled back")
+    def release_reservation(self, n: int) -> None:
+        """Write a reservation back: the rollback of a rejected check (ADM-TRK-7, ADM-CTL-6)."""
+        if not is_int(n) or n < 1 or n > self._reserved:
+            raise ValueError(
+                f"ADM-TRK-7: cannot give back {n!r} of {self._reserved} reserved slots"
+            )
+        self._reserved -= n
+        self._refresh()
