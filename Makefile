@@ -8,9 +8,10 @@ HYPOTHESIS_PROFILE ?= $(if $(CI),ci,dev)
 export HYPOTHESIS_PROFILE
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup test lint types crosshair proofs bound-table trace vectors e2e bench verify clean
+.PHONY: setup test lint types crosshair-queues proofs bound-table trace vectors bench verify clean
 
 $(STAMP): pyproject.toml
+	mkdir -p build
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test,serve,plot]'
@@ -27,6 +28,16 @@ lint: setup
 
 types: setup
 	$(BIN)/mypy reference/queueref
+
+# Fails on any counterexample; prints each condition's status (confirmed or not).
+crosshair-queues: setup
+	mkdir -p build
+	$(BIN)/crosshair check --analysis_kind=icontract --report_all --per_condition_timeout=3 \
+		reference/queueref/queue_semantics.py | tee build/crosshair-queues.txt
+	! grep -q ": error:" build/crosshair-queues.txt
+
+vectors: setup
+	$(BIN)/queueref vectors --out build/vectors
 
 proofs: setup
 	$(BIN)/python tools/run_proofs.py

@@ -663,3 +663,47 @@ def test_spec_examples_fail_on_a_broken_controller(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(admission_module.protocol, "admits", lambda *args: True)
     broken = doctest.testfile(str(SPEC), module_relative=False, report=False, verbose=False)
     assert broken.failed >= 3
+
+
+def test_bad_input_is_refused_without_contracts_too() -> None:
+    """ADM-CTL-1, ADM-CTL-2, ADM-STATS-1, ADM-CTL-8: the checks hold under `python -O`."""
+    import os
+    import subprocess
+    import sys
+
+    script = """
+import queueref.admission as a
+from queueref.tracker import RequestTracker
+assert not __debug__
+def refused(call, error):
+    try:
+        call()
+    except error as caught:
+        return str(caught).split(":")[0]
+    raise SystemExit("not refused")
+print(refused(lambda: a.AdmissionController(-1), ValueError))
+print(refused(lambda: a.AdmissionController(3).check_admission(0), ValueError))
+print(refused(lambda: a.SharedAdmissionStats([0] * 8, 2, 0), ValueError))
+print(refused(lambda: a.SharedAdmissionStats([0] * 16, 2, 0).set_num_requests(-1), ValueError))
+counters = [0] * 16
+stats = a.SharedAdmissionStats(counters, 2, 0)
+counters[8] = -1
+controller = a.AdmissionController(3, shared_stats=stats)
+print(refused(controller.check_admission, a.AdmissionCounterError))
+"""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    completed = subprocess.run(
+        [sys.executable, "-O", "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert completed.stdout.split() == [
+        "ADM-CTL-1",
+        "ADM-CTL-2",
+        "ADM-STATS-1",
+        "ADM-STATS-2",
+        "ADM-CTL-8",
+    ]

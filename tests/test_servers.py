@@ -248,8 +248,9 @@ def test_stress_locked_baseline_keeps_the_cap() -> None:
 def test_stress_with_a_lazy_slot_refresh_exceeds_the_bound() -> None:
     """ADM-BOUND-1, ADM-TRK-5 have teeth: a server that does not refresh on add overshoots.
 
-    Deterministic: during its opening burst a lazy server never sees its own
-    requests, so it alone admits all bound + 1 = 8 attempts.
+    Deterministic: lazy servers write their slots only when a request ends,
+    so the first server to write one ran its whole opening burst (bound + 1 =
+    6 attempts of n = 1) while every slot read 0, and admitted all six.
     """
     config = StressConfig(
         num_servers=3,

@@ -1,0 +1,663 @@
+"""The oracle's queue checks: `check_request_queue` and `check_queue_laws`.
+
+Every seeded bug of the oracle issue is a test here, run with the default
+budget (`max_examples=200`): the check must raise `ConformanceError`, the
+failing program must reproduce the failure when executed, and the same
+program must run clean against the reference queue (so its expectations are
+the reference's). The queues below are written the way a vLLM plugin author
+would write them: a deque or a heap, vLLM-style, subclassing
+`queueref.RequestQueue` (whose contracts then bind them too).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import re
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from queueref import FCFSRequestQueue, PriorityRequestQueue, Request, RequestQueue
+from queueref.oracle import ConformanceError, check_queue_laws, check_request_queue
+from queueref.oracle.conformance import conformance_error
+from queueref.oracle.queue_machine import ConformanceFailure
+
+# --- plain, faithful re-implementations (vLLM-style) ---------------------------
+
+
+class PlainFCFS(RequestQueue):
+    """vLLM's FCFSRequestQueue, on a deque: no id checks (they are preconditions)."""
+
+    def __init__(self) -> None:
+        self._items: deque[Any] = deque()
+
+    def add_request(self, request: Any) -> None:
+        self._items.append(request)
+
+    def pop_request(self) -> Any:
+        return self._items.popleft()
+
+    def peek_request(self) -> Any:
+        if not self._items:
+            raise IndexError("peek from an empty queue")
+        return self._items[0]
+
+    def prepend_request(self, request: Any) -> None:
+        self._items.appendleft(request)
+
+    def prepend_requests(self, requests: RequestQueue) -> None:
+        self._items.extendleft(requests)
+
+    def remove_request(self, request: Any) -> None:
+        self._items.remove(request)
+
+    def remove_requests(self, requests: Iterable[Any]) -> None:
+        gone = set(requests)
+        self._items = deque(r for r in self._items if r not in gone)
+
+    def __bool__(self) -> bool:
+        return len(self._items) > 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(list(self._items))
+
+
+class PlainPriority(RequestQueue):
+    """vLLM's PriorityRequestQueue, on a heap of (key, request)."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[Any, Any]] = []
+
+    def key(self, request: Any) -> Any:
+        return (request.priority, request.arrival_time, request.request_id)
+
+    def add_request(self, request: Any) -> None:
+        heapq.heappush(self._heap, (self.key(request), request))
+
+    def pop_request(self) -> Any:
+        return heapq.heappop(self._heap)[1]
+
+    def peek_request(self) -> Any:
+        if not self._heap:
+            raise IndexError("peek from an empty queue")
+        return self._heap[0][1]
+
+    def prepend_request(self, request: Any) -> None:
+        self.add_request(request)
+
+    def prepend_requests(self, requests: RequestQueue) -> None:
+        for request in requests:
+            self.add_request(request)
+
+    def remove_request(self, request: Any) -> None:
+        for index, (_, queued) in enumerate(self._heap):
+            if queued is request:
+                del self._heap[index]
+                heapq.heapify(self._heap)
+                return
+        raise ValueError("not in the queue")
+
+    def remove_requests(self, requests: Iterable[Any]) -> None:
+        gone = set(requests)
+        self._heap = [entry for entry in self._heap if entry[1] not in gone]
+        heapq.heapify(self._heap)
+
+    def __bool__(self) -> bool:
+        return len(self._heap) > 0
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def __iter__(self) -> Iterator[Any]:
+        heap = list(self._heap)
+        while heap:
+            yield heapq.heappop(heap)[1]
+
+
+class DuckFCFS:
+    """Not a queueref.RequestQueue at all (like vLLM's own class): only the interface."""
+
+    def __init__(self) -> None:
+        self._items: list[Any] = []
+
+    def add_request(self, request: Any) -> None:
+        self._items.append(request)
+
+    def pop_request(self) -> Any:
+        if not self._items:
+            raise IndexError("pop from an empty queue")
+        return self._items.pop(0)
+
+    def peek_request(self) -> Any:
+        if not self._items:
+            raise IndexError("peek from an empty queue")
+        return self._items[0]
+
+    def prepend_request(self, request: Any) -> None:
+        self._items.insert(0, request)
+
+    def prepend_requests(self, requests: Any) -> None:
+        for request in requests:
+            self._items.insert(0, request)
+
+    def remove_request(self, request: Any) -> None:
+        self._items.remove(request)
+
+    def remove_requests(self, requests: Iterable[Any]) -> None:
+        gone = list(requests)
+        self._items = [r for r in self._items if all(r is not g for g in gone)]
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(list(self._items))
+
+
+# --- the seeded bugs of the oracle issue ---------------------------------------
+
+
+class NoReversal(PlainFCFS):
+    """prepend_requests without the reversal."""
+
+    def prepend_requests(self, requests: RequestQueue) -> None:
+        self._items = deque([*requests, *self._items])
+
+
+class RemoveRequestsRaises(PlainFCFS):
+    """remove_requests raising on an absent member."""
+
+    def remove_requests(self, requests: Iterable[Any]) -> None:
+        for request in requests:
+            self._items.remove(request)
+
+
+class PopFromBack(PlainFCFS):
+    """FCFS pop from the back."""
+
+    def pop_request(self) -> Any:
+        return self._items.pop()
+
+
+class LaterArrivalFirst(PlainPriority):
+    """Priority ties broken by later arrival first."""
+
+    def key(self, request: Any) -> Any:
+        return (request.priority, -request.arrival_time, request.request_id)
+
+
+class PeekMutates(PlainFCFS):
+    """A peek_request that mutates (it rotates the deque)."""
+
+    def peek_request(self) -> Any:
+        request = self._items.popleft()
+        self._items.append(request)
+        return request
+
+
+class IterDrains(PlainPriority):
+    """A priority __iter__ that drains the heap."""
+
+    def __iter__(self) -> Iterator[Any]:
+        while self._heap:
+            yield heapq.heappop(self._heap)[1]
+
+
+class LenWrongAfterRemoveRequests(PlainFCFS):
+    """A cached length that remove_requests decrements by everything named."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._count = 0
+
+    def add_request(self, request: Any) -> None:
+        self._items.append(request)
+        self._count += 1
+
+    def pop_request(self) -> Any:
+        request = self._items.popleft()
+        self._count -= 1
+        return request
+
+    def prepend_request(self, request: Any) -> None:
+        self._items.appendleft(request)
+        self._count += 1
+
+    def prepend_requests(self, requests: RequestQueue) -> None:
+        incoming = list(requests)
+        self._items.extendleft(incoming)
+        self._count += len(incoming)
+
+    def remove_request(self, request: Any) -> None:
+        self._items.remove(request)
+        self._count -= 1
+
+    def remove_requests(self, requests: Iterable[Any]) -> None:
+        named = list(requests)
+        self._items = deque(r for r in self._items if all(r is not x for x in named))
+        self._count -= len(named)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __bool__(self) -> bool:
+        return self._count > 0
+
+
+class RemoveRemovesMore(PlainPriority):
+    """remove_request removing more than one request (every one with the same key prefix)."""
+
+    def remove_request(self, request: Any) -> None:
+        same = (request.priority, request.arrival_time)
+        kept = [e for e in self._heap if (e[1].priority, e[1].arrival_time) != same]
+        if len(kept) == len(self._heap):
+            raise ValueError("not in the queue")
+        self._heap = kept
+        heapq.heapify(self._heap)
+
+
+@dataclass(frozen=True)
+class Seeded:
+    queue: type[RequestQueue]
+    policy: str
+    reference: type[RequestQueue]
+    must_mention: str  # a piece of the failing program written out by hand
+
+
+SEEDED_BUGS = [
+    Seeded(NoReversal, "fcfs", FCFSRequestQueue, "q.prepend_requests(other1)"),
+    Seeded(RemoveRequestsRaises, "fcfs", FCFSRequestQueue, "q.remove_requests("),
+    Seeded(PopFromBack, "fcfs", FCFSRequestQueue, "q.pop_request()"),
+    Seeded(LaterArrivalFirst, "priority", PriorityRequestQueue, "arrival_time=1.0"),
+    Seeded(PeekMutates, "fcfs", FCFSRequestQueue, "q.peek_request()"),
+    Seeded(IterDrains, "priority", PriorityRequestQueue, "list("),
+    Seeded(LenWrongAfterRemoveRequests, "fcfs", FCFSRequestQueue, "q.remove_requests("),
+    Seeded(RemoveRemovesMore, "priority", PriorityRequestQueue, "q.remove_request("),
+]
+
+
+def failing_line(program: str) -> int:
+    """The 1-based line of the statement marked FAILS."""
+    for number, line in enumerate(program.splitlines(), start=1):
+        if "# FAILS" in line:
+            return number
+    raise AssertionError(f"no FAILS line in\n{program}")
+
+
+def run_program(program: str) -> BaseException | None:
+    """Execute a failing program; return what it raised (and check where), or None."""
+    code = compile(program, "<failing program>", "exec")
+    try:
+        exec(code, {})
+    except BaseException as exc:  # AssertionError, pytest's Failed, a contract, ...
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == code.co_filename]
+        assert frames, "the program failed outside its own statements"
+        assert frames[-1].lineno in (failing_line(program), failing_line(program) + 1), (
+            f"failed at line {frames[-1].lineno}, not at the FAILS line\n{program}"
+        )
+        return exc
+    return None
+
+
+def with_factory(program: str, name: str, replacement: type[RequestQueue]) -> str:
+    """The same program with the queue class replaced by `replacement`."""
+    pattern = re.compile(rf"^from \S+ import {name}$", re.MULTILINE)
+    assert pattern.search(program), program
+    return pattern.sub(f"from queueref import {replacement.__name__} as {name}", program)
+
+
+# --- check_request_queue --------------------------------------------------------
+
+
+@pytest.mark.parametrize("bug", SEEDED_BUGS, ids=lambda bug: bug.queue.__name__)
+def test_seeded_bug_is_caught_with_the_default_budget(bug: Seeded) -> None:
+    """ORC-CRQ-1, ORC-CRQ-2, ORC-CRQ-3, ORC-SEED-1: each seeded bug of the issue is caught.
+
+    The message holds a program that fails, when executed, at the line marked
+    FAILS, and that runs clean with the reference queue in its place
+    (RQ-FCFS-2, RQ-FCFS-4, RQ-PRI-1, RQ-ALL-5, RQ-ALL-6, RQ-ALL-7, RQ-ALL-9,
+    RQ-ALL-10, RQ-PRI-5).
+    """
+    with pytest.raises(ConformanceError) as caught:
+        check_request_queue(bug.queue, bug.policy)
+    error = caught.value
+    assert isinstance(error, AssertionError)
+    message = str(error)
+    assert f"{bug.queue.__name__} does not behave like queueref's {bug.policy!r}" in message
+    assert "Shortest failing sequence (paste it into a test):" in message
+    assert error.program in message.replace("\n    ", "\n")
+    assert any(bug.must_mention in program for program in error.failures)
+    assert f"q = {bug.queue.__name__}()" in error.program
+    for program in error.failures:
+        assert run_program(program) is not None
+        assert run_program(with_factory(program, bug.queue.__name__, bug.reference)) is None
+
+
+@pytest.mark.parametrize(
+    ("factory", "policy"),
+    [(FCFSRequestQueue, "fcfs"), (PriorityRequestQueue, "priority")],
+)
+def test_reference_passes_with_the_default_budget(factory: Any, policy: str) -> None:
+    """ORC-CRQ-1: the reference agrees with itself, default budget, also in strict mode."""
+    assert check_request_queue(factory, policy) is None
+    assert check_request_queue(factory, policy, strict=True, max_examples=30) is None
+
+
+@pytest.mark.parametrize(
+    ("factory", "policy"),
+    [(PlainFCFS, "fcfs"), (PlainPriority, "priority"), (DuckFCFS, "fcfs")],
+)
+def test_plain_reimplementation_passes(factory: Any, policy: str) -> None:
+    """ORC-CRQ-1: a plain faithful re-implementation (even one that is no RequestQueue) passes."""
+    assert check_request_queue(factory, policy, max_examples=60) is None
+
+
+def test_strict_mode_requires_rejecting_precondition_violations() -> None:
+    """ORC-CRQ-6, RQ-ALL-2, RQ-ALL-3: vLLM-style queues do not check ids; strict mode says so."""
+    with pytest.raises(ConformanceError) as caught:
+        check_request_queue(DuckFCFS, "fcfs", strict=True)
+    assert "with pytest.raises(" in caught.value.program
+    assert "# FAILS: returns without raising" in caught.value.program
+
+
+def test_unknown_policy_is_rejected_before_anything_runs() -> None:
+    """ORC-CRQ-7, RQ-POL-2: a bad policy raises ValueError; the factory is never called."""
+    calls: list[int] = []
+
+    def factory() -> RequestQueue:
+        calls.append(1)
+        return FCFSRequestQueue()
+
+    with pytest.raises(ValueError, match="lifo"):
+        check_request_queue(factory, "lifo")
+    assert calls == []
+
+
+def test_the_verdict_is_deterministic() -> None:
+    """ORC-CRQ-4: the same queue gets the same message twice (derandomized, no database)."""
+    first = second = ""
+    with pytest.raises(ConformanceError) as caught:
+        check_request_queue(NoReversal, "fcfs")
+    first = str(caught.value)
+    with pytest.raises(ConformanceError) as caught:
+        check_request_queue(NoReversal, "fcfs")
+    second = str(caught.value)
+    assert first == second
+
+
+class EmptyPopKeyError(PlainFCFS):
+    """Raises KeyError (not IndexError) on an empty pop."""
+
+    def pop_request(self) -> Any:
+        if not self._items:
+            raise KeyError("empty")
+        return self._items.popleft()
+
+
+def test_exception_types_are_compared() -> None:
+    """ORC-CRQ-3, RQ-ALL-4: KeyError where the reference raises IndexError is a failure."""
+    with pytest.raises(ConformanceError) as caught:
+        check_request_queue(EmptyPopKeyError, "fcfs")
+    program = caught.value.program
+    assert program.endswith(
+        "with pytest.raises(IndexError):  # FAILS: raises KeyError: 'empty'\n    q.pop_request()"
+    )
+
+
+class AddForgetsBeyondTwo(DuckFCFS):
+    """Not a RequestQueue, so no contract helps: the third request is silently dropped."""
+
+    def add_request(self, request: Any) -> None:
+        if len(self._items) < 2:
+            self._items.append(request)
+
+
+def test_a_queue_without_contracts_is_caught_by_the_comparison() -> None:
+    """ORC-CRQ-1, RQ-ALL-1, RQ-FCFS-1: the machine's own comparison, not a contract, catches it."""
+    with pytest.raises(ConformanceError) as caught:
+        check_request_queue(AddForgetsBeyondTwo, "fcfs")
+    assert "icontract" not in str(caught.value)
+    assert "# FAILS" in caught.value.program
+
+
+@dataclass(eq=False)
+class VllmStyleRequest:
+    """vLLM's Request as far as the queues see it: `<` on (priority, arrival_time) only."""
+
+    request_id: str
+    priority: int
+    arrival_time: float
+
+    def __lt__(self, other: VllmStyleRequest) -> bool:
+        return (self.priority, self.arrival_time) < (other.priority, other.arrival_time)
+
+
+def make_request(request_id: str, priority: int, arrival_time: float) -> VllmStyleRequest:
+    return VllmStyleRequest(request_id, priority, arrival_time)
+
+
+def test_request_factory_builds_the_subjects_requests() -> None:
+    """ORC-CRQ-1, RQ-REQ-3: other request types are fed to the subject; the program says how."""
+    assert check_request_queue(PlainPriority, "priority", request_factory=make_request,
+                               max_examples=40) is None
+    with pytest.raises(ConformanceError) as caught:
+        check_request_queue(LaterArrivalFirst, "priority", request_factory=make_request)
+    program = caught.value.program
+    assert "from test_oracle import make_request" in program
+    assert re.search(r"^r1 = make_request\('r1', -?\d, \d\.0\)$", program, re.MULTILINE)
+
+
+class TwoBugs(PlainFCFS):
+    """Two unrelated bugs: an absent removal is ignored, and len is off from two requests on."""
+
+    def remove_request(self, request: Any) -> None:
+        if request in self._items:
+            self._items.remove(request)
+
+    def __len__(self) -> int:
+        count = len(self._items)
+        return count + 1 if count >= 2 else count
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+
+def test_distinct_failures_become_one_error_listing_them() -> None:
+    """ORC-CRQ-5: Hypothesis's ExceptionGroup of distinct failures -> one ConformanceError."""
+    with pytest.raises(ConformanceError) as caught:
+        check_request_queue(TwoBugs, "fcfs")
+    error = caught.value
+    assert "Hypothesis found 2 distinct failures." in str(error)
+    assert len(error.failures) == 2
+    assert "--- failure 1 of 2:" in str(error) and "--- failure 2 of 2:" in str(error)
+    assert any("q.remove_request(" in program for program in error.failures)
+    assert any("assert len(q) == 2" in program for program in error.failures)
+
+
+def test_an_exception_group_is_flattened_into_one_error() -> None:
+    """ORC-CRQ-5: nested groups and foreign exceptions are all listed, in order."""
+    one = ConformanceFailure("call", "q = F()\nq.pop_request()  # FAILS: x", "pop went wrong")
+    two = ConformanceFailure("law", "q = F()\nassert len(q) == 0  # FAILS: 1", "len went wrong")
+    group = ExceptionGroup("two", [one, ExceptionGroup("inner", [two, KeyError("boom")])])
+    error = conformance_error(group, "F does not behave.")
+    text = str(error)
+    assert text.startswith("F does not behave.")
+    assert "Hypothesis found 3 distinct failures." in text
+    assert text.index("pop went wrong") < text.index("len went wrong") < text.index("KeyError")
+    assert error.failures == [one.program, two.program]
+    assert error.program == one.program
+
+
+class Nondeterministic(PlainFCFS):
+    """Goes wrong on one particular call in the whole process: a replay does not fail."""
+
+    calls = itertools.count()
+
+    def pop_request(self) -> Any:
+        if next(self.calls) == 40:
+            return self._items.pop()
+        return self._items.popleft()
+
+
+def test_a_nondeterministic_queue_is_reported_as_such() -> None:
+    """ORC-CRQ-5: a failure that does not replay (Hypothesis's FlakyFailure) is still one error."""
+    Nondeterministic.calls = itertools.count()
+    with pytest.raises(ConformanceError) as caught:
+        check_request_queue(Nondeterministic, "fcfs")
+    assert "nondeterministic" in str(caught.value)
+
+
+# --- check_queue_laws -------------------------------------------------------------
+
+
+class ShortestJobFirst(PlainPriority):
+    """Orders by prompt length (carried in `priority` by the request factory below)."""
+
+    def key(self, request: Any) -> Any:
+        return (request.num_prompt_tokens, request.arrival_time, request.request_id)
+
+
+def sized_request(request_id: str, priority: int, arrival_time: float) -> Request:
+    return Request(request_id, arrival_time=arrival_time, num_prompt_tokens=priority + 2)
+
+
+class RoundRobin:
+    """A fair queue: one FCFS lane per priority value, served in turns."""
+
+    def __init__(self) -> None:
+        self._lanes: dict[int, deque[Any]] = {}
+        self._turns: deque[int] = deque()  # lanes in the order they will be served
+
+    def _lane(self, request: Any) -> deque[Any]:
+        if request.priority not in self._lanes:
+            self._lanes[request.priority] = deque()
+            self._turns.append(request.priority)
+        return self._lanes[request.priority]
+
+    def add_request(self, request: Any) -> None:
+        self._lane(request).append(request)
+
+    def prepend_request(self, request: Any) -> None:
+        self._lane(request).appendleft(request)
+
+    def prepend_requests(self, requests: Any) -> None:
+        for request in list(requests):
+            self.prepend_request(request)
+
+    def _order(self) -> list[Any]:
+        lanes = {key: list(lane) for key, lane in self._lanes.items()}
+        turns = deque(key for key in self._turns if lanes[key])
+        order = []
+        while turns:
+            key = turns.popleft()
+            order.append(lanes[key].pop(0))
+            if lanes[key]:
+                turns.append(key)
+        return order
+
+    def pop_request(self) -> Any:
+        turns = [key for key in self._turns if self._lanes[key]]
+        if not turns:
+            raise IndexError("pop from an empty queue")
+        key = turns[0]
+        request = self._lanes[key].popleft()
+        self._turns = deque([*turns[1:], key] if self._lanes[key] else turns[1:])
+        return request
+
+    def peek_request(self) -> Any:
+        order = self._order()
+        if not order:
+            raise IndexError("peek from an empty queue")
+        return order[0]
+
+    def remove_request(self, request: Any) -> None:
+        lane = self._lanes.get(request.priority)
+        if lane is None or all(r is not request for r in lane):
+            raise ValueError("not in the queue")
+        lane.remove(request)
+
+    def remove_requests(self, requests: Iterable[Any]) -> None:
+        for request in list(requests):
+            lane = self._lanes.get(request.priority)
+            if lane is not None and any(r is request for r in lane):
+                lane.remove(request)
+
+    def __len__(self) -> int:
+        return sum(len(lane) for lane in self._lanes.values())
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._order())
+
+
+def test_queues_with_their_own_order_obey_the_laws() -> None:
+    """ORC-LAW-1..6: shortest-job-first and round-robin queues pass the laws, not FCFS."""
+    assert check_queue_laws(ShortestJobFirst, request_factory=sized_request,
+                            max_examples=60) is None
+    assert check_queue_laws(RoundRobin, max_examples=60) is None
+    with pytest.raises(ConformanceError):
+        check_request_queue(RoundRobin, "fcfs")
+
+
+class ConsumesOther(PlainFCFS):
+    """prepend_requests empties the other queue."""
+
+    def prepend_requests(self, requests: RequestQueue) -> None:
+        while requests:
+            self._items.appendleft(requests.pop_request())
+
+
+class DropsLast(PlainFCFS):
+    """prepend_requests forgets the last request of the other queue."""
+
+    def prepend_requests(self, requests: RequestQueue) -> None:
+        self._items.extendleft(list(requests)[:-1])
+
+
+LAW_BREAKERS: list[tuple[Callable[[], Any], str]] = [
+    (IterDrains, "ORC-LAW-2"),
+    (PeekMutates, "ORC-LAW-1"),
+    (PopFromBack, "ORC-LAW-1"),
+    (LenWrongAfterRemoveRequests, "ORC-LAW-3"),
+    (RemoveRequestsRaises, "ORC-LAW-5"),
+    (RemoveRemovesMore, "ORC-LAW-5"),
+    (ConsumesOther, "ORC-LAW-6"),
+    (DropsLast, "ORC-LAW-6"),
+]
+
+
+@pytest.mark.parametrize(("factory", "law"), LAW_BREAKERS, ids=lambda x: getattr(x, "__name__", x))
+def test_law_breakers_are_caught(factory: Callable[[], Any], law: str) -> None:
+    """ORC-LAW-1, ORC-LAW-2, ORC-LAW-3, ORC-LAW-4, ORC-LAW-5, ORC-LAW-6: each is caught."""
+    with pytest.raises(ConformanceError) as caught:
+        check_queue_laws(factory)
+    message = str(caught.value)
+    assert "breaks a law that every RequestQueue obeys" in message
+    assert run_program(caught.value.program) is not None, law
+
+
+def test_nothing_lost_or_duplicated() -> None:
+    """ORC-LAW-4: a queue that keeps a popped request is caught by the ledger."""
+
+    class KeepsPopped(DuckFCFS):
+        def pop_request(self) -> Any:
+            if not self._items:
+                raise IndexError("pop from an empty queue")
+            return self._items[0] if len(self._items) == 1 else self._items.pop(0)
+
+    with pytest.raises(ConformanceError) as caught:
+        check_queue_laws(KeepsPopped)
+    assert "# FAILS" in caught.value.program
