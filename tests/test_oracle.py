@@ -348,10 +348,13 @@ def test_seeded_bug_is_caught_with_the_default_budget(bug: Seeded) -> None:
     ("factory", "policy"),
     [(FCFSRequestQueue, "fcfs"), (PriorityRequestQueue, "priority")],
 )
-def test_reference_passes_with_the_default_budget(factory: Any, policy: str) -> None:
-    """ORC-CRQ-1: the reference agrees with itself, default budget, also in strict mode."""
-    assert check_request_queue(factory, policy) is None
-    assert check_request_queue(factory, policy, strict=True, max_examples=30) is None
+def test_reference_passes(factory: Any, policy: str) -> None:
+    """ORC-CRQ-1: the reference agrees with itself, also in strict mode.
+
+    (The model tests run the same machine on the reference at the profile's budget.)
+    """
+    assert check_request_queue(factory, policy, max_examples=50) is None
+    assert check_request_queue(factory, policy, strict=True, max_examples=20) is None
 
 
 @pytest.mark.parametrize(
@@ -458,19 +461,16 @@ def test_request_factory_builds_the_subjects_requests() -> None:
     assert re.search(r"^r1 = make_request\('r1', -?\d, \d\.0\)$", program, re.MULTILINE)
 
 
-class TwoBugs(PlainFCFS):
-    """Two unrelated bugs: an absent removal is ignored, and len is off from two requests on."""
+class TwoBugs(DuckFCFS):
+    """Two unrelated bugs: an absent removal is ignored, and len is off from three requests on."""
 
     def remove_request(self, request: Any) -> None:
-        if request in self._items:
-            self._items.remove(request)
+        if any(r is request for r in self._items):
+            super().remove_request(request)
 
     def __len__(self) -> int:
         count = len(self._items)
-        return count + 1 if count >= 2 else count
-
-    def __bool__(self) -> bool:
-        return bool(self._items)
+        return count + 1 if count >= 3 else count
 
 
 def test_distinct_failures_become_one_error_listing_them() -> None:
@@ -482,7 +482,7 @@ def test_distinct_failures_become_one_error_listing_them() -> None:
     assert len(error.failures) == 2
     assert "--- failure 1 of 2:" in str(error) and "--- failure 2 of 2:" in str(error)
     assert any("q.remove_request(" in program for program in error.failures)
-    assert any("assert len(q) == 2" in program for program in error.failures)
+    assert any("assert len(q) == 3  # FAILS: gives 4" in program for program in error.failures)
 
 
 def test_an_exception_group_is_flattened_into_one_error() -> None:
@@ -533,11 +533,11 @@ def sized_request(request_id: str, priority: int, arrival_time: float) -> Reques
 
 
 class RoundRobin:
-    """A fair queue: one FCFS lane per priority value, served in turns."""
+    """A fair queue: one FCFS lane per priority value, the lanes served in turns."""
 
     def __init__(self) -> None:
         self._lanes: dict[int, deque[Any]] = {}
-        self._turns: deque[int] = deque()  # lanes in the order they will be served
+        self._turns: list[int] = []  # every lane, the next to serve first
 
     def _lane(self, request: Any) -> deque[Any]:
         if request.priority not in self._lanes:
@@ -555,31 +555,27 @@ class RoundRobin:
         for request in list(requests):
             self.prepend_request(request)
 
-    def _order(self) -> list[Any]:
-        lanes = {key: list(lane) for key, lane in self._lanes.items()}
-        turns = deque(key for key in self._turns if lanes[key])
-        order = []
-        while turns:
-            key = turns.popleft()
-            order.append(lanes[key].pop(0))
+    @staticmethod
+    def _serve(lanes: dict[int, Any], turns: list[int]) -> Any:
+        """Take the head of the first non-empty lane in turn; that lane goes last."""
+        for index, key in enumerate(turns):
             if lanes[key]:
-                turns.append(key)
-        return order
+                turns.append(turns.pop(index))
+                return lanes[key].popleft()
+        raise IndexError("pop from an empty queue")
 
     def pop_request(self) -> Any:
-        turns = [key for key in self._turns if self._lanes[key]]
-        if not turns:
-            raise IndexError("pop from an empty queue")
-        key = turns[0]
-        request = self._lanes[key].popleft()
-        self._turns = deque([*turns[1:], key] if self._lanes[key] else turns[1:])
-        return request
+        return self._serve(self._lanes, self._turns)
+
+    def __iter__(self) -> Iterator[Any]:
+        lanes = {key: deque(lane) for key, lane in self._lanes.items()}
+        turns = list(self._turns)
+        return iter([self._serve(lanes, turns) for _ in range(len(self))])
 
     def peek_request(self) -> Any:
-        order = self._order()
-        if not order:
-            raise IndexError("peek from an empty queue")
-        return order[0]
+        for request in self:
+            return request
+        raise IndexError("peek from an empty queue")
 
     def remove_request(self, request: Any) -> None:
         lane = self._lanes.get(request.priority)
@@ -598,9 +594,6 @@ class RoundRobin:
 
     def __bool__(self) -> bool:
         return len(self) > 0
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._order())
 
 
 def test_queues_with_their_own_order_obey_the_laws() -> None:

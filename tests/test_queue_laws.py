@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis.stateful import run_state_machine_as_test
 
 from queueref import FCFSRequestQueue, PriorityRequestQueue, Request, RequestQueue
-from queueref.oracle.queue_machine import QueueMachine
+from queueref.oracle.queue_machine import StrictQueueMachine
 
 QUEUES = [FCFSRequestQueue, PriorityRequestQueue]
 
@@ -115,4 +115,4 @@ def test_reference_queue_obeys_the_laws_machine(cls: type[RequestQueue]) -> None
     prepend_requests moves every request and leaves the other queue
     (RQ-ALL-8); duplicates and taken ids rejected (RQ-ALL-2, RQ-ALL-3).
     """
-    run_state_machine_as_test(lambda: QueueMachine(cls, None, strict=True))
+    run_state_machine_as_test(lambda: StrictQueueMachine(cls, None))

@@ -1,6 +1,6 @@
 """Model tests: the reference queues against the plain list model, one machine per policy.
 
-The machine is `queueref.oracle.queue_machine.QueueMachine` (the one the oracle
+The machine is `queueref.oracle.queue_machine.StrictQueueMachine` (the oracle's
 runs), here with the reference queue as the subject and
 `queueref.models.queue_model.ListQueueModel` as the expected side, in strict
 mode: the precondition violations (duplicates, taken ids, non-requests, a
@@ -21,7 +21,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from queueref import FCFSRequestQueue, PriorityRequestQueue, Request
 from queueref.models.queue_model import ListQueueModel
 from queueref.oracle.conformance import oracle_settings
-from queueref.oracle.queue_machine import ConformanceFailure, QueueMachine
+from queueref.oracle.queue_machine import ConformanceFailure, StrictQueueMachine
 
 
 def names(queue: Any) -> list[str]:
@@ -110,7 +110,7 @@ def test_fcfs_reference_matches_the_list_model() -> None:
     every step the whole contents (RQ-FCFS-5, RQ-ALL-9, RQ-ALL-10).
     """
     run_state_machine_as_test(
-        lambda: QueueMachine(FCFSRequestQueue, lambda: ListQueueModel("fcfs"), strict=True)
+        lambda: StrictQueueMachine(FCFSRequestQueue, lambda: ListQueueModel("fcfs"))
     )
 
 
@@ -123,7 +123,7 @@ def test_priority_reference_matches_the_sorted_model() -> None:
     property the deep contracts check on every call (RQ-PRI-6, RQ-IMPL-1).
     """
     run_state_machine_as_test(
-        lambda: QueueMachine(PriorityRequestQueue, lambda: ListQueueModel("priority"), strict=True)
+        lambda: StrictQueueMachine(PriorityRequestQueue, lambda: ListQueueModel("priority"))
     )
 
 
@@ -156,7 +156,7 @@ def test_the_model_machine_fails_on_a_wrong_model(
     """RQ-FCFS-4, RQ-PRI-1: a model that differs from the reference makes the machine fail."""
     with pytest.raises(ConformanceFailure) as caught:
         run_state_machine_as_test(
-            lambda: QueueMachine(subject, expected, strict=True), settings=oracle_settings(100)
+            lambda: StrictQueueMachine(subject, expected), settings=oracle_settings(100)
         )
     assert summary in caught.value.summary
     assert "assert list(q) == [" in caught.value.program

@@ -13,7 +13,6 @@ from typing import Any
 
 import icontract
 import pytest
-
 import queueref.config
 from queueref import (
     FCFSRequestQueue,
@@ -46,7 +45,9 @@ def test_request_order_is_priority_then_arrival_then_id() -> None:
     assert Request("z", priority=-1, arrival_time=9.0) < Request("a", priority=0, arrival_time=0.0)
     assert Request("z", priority=0, arrival_time=1.0) < Request("a", priority=0, arrival_time=2.0)
     assert Request("a", priority=0, arrival_time=1.0) < Request("b", priority=0, arrival_time=1.0)
-    assert not Request("b", priority=0, arrival_time=1.0) < Request("a", priority=0, arrival_time=1.0)
+    assert not Request("b", priority=0, arrival_time=1.0) < Request(
+        "a", priority=0, arrival_time=1.0
+    )
 
 
 def test_request_equality_is_identity() -> None:

@@ -44,15 +44,12 @@ def bench_queue(kind: str, size: int) -> dict[str, float]:
     from queueref import FCFSRequestQueue, PriorityRequestQueue, Request
 
     requests = [Request(f"r{i}", priority=i % 10, arrival_time=float(i)) for i in range(size)]
-    extra = Request("extra", priority=5, arrival_time=-1.0)
     middle = requests[size // 2]
     out: dict[str, float] = {}
     if kind in ("fcfs", "priority"):
-        queue: Any = FCFSRequestQueue(requests) if kind == "fcfs" else PriorityRequestQueue(requests)
-
-        def cycle() -> None:
-            queue.add_request(extra)
-            queue.remove_request(extra)
+        queue: Any = (
+            FCFSRequestQueue(requests) if kind == "fcfs" else PriorityRequestQueue(requests)
+        )
 
         def add_pop() -> None:
             request = queue.pop_request()

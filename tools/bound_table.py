@@ -122,8 +122,7 @@ def main(argv: list[str]) -> int:
             extra = ""
             if protocol == "write-then-check":
                 extra = (
-                    f"  slot total {row['worst_slot_total']}, "
-                    f"spurious {row['spurious_rejection']}"
+                    f"  slot total {row['worst_slot_total']}, spurious {row['spurious_rejection']}"
                 )
             verdict = "ok" if not problems else "MISMATCH: " + "; ".join(problems)
             print(

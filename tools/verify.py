@@ -78,8 +78,7 @@ def print_report(report: dict[str, Any]) -> None:
         mutant = ob.get("mutant") or {}
         mutant_status = mutant.get("status", "-") if isinstance(mutant, dict) else "-"
         print(
-            f"  {ob['name']:<58} {ob['status']:<13} {ob['seconds']:6.1f} s"
-            f"  mutant: {mutant_status}"
+            f"  {ob['name']:<58} {ob['status']:<13} {ob['seconds']:6.1f} s  mutant: {mutant_status}"
         )
     print("  totals: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
 
@@ -91,7 +90,10 @@ def print_report(report: dict[str, Any]) -> None:
             f" {row['worst_total']:>5} {row['bound']:>5} {row['states']:>9}"
         )
     failed = [s["name"] for s in report["steps"] if s["status"] != "pass"]
-    print(f"\nTotal {report['seconds']:.1f} s. " + ("FAILED: " + ", ".join(failed) if failed else "All steps passed."))
+    print(
+        f"\nTotal {report['seconds']:.1f} s. "
+        + ("FAILED: " + ", ".join(failed) if failed else "All steps passed.")
+    )
     print(f"JSON report: {(BUILD / 'verify-report.json').relative_to(ROOT)}")
 
 
@@ -99,7 +101,7 @@ def main() -> int:
     BUILD.mkdir(exist_ok=True)
     for stale in ("obligations.json", "bound-table.json", "trace.json"):
         (BUILD / stale).unlink(missing_ok=True)
-    started = datetime.datetime.now(datetime.timezone.utc)
+    started = datetime.datetime.now(datetime.UTC)
     clock = time.monotonic()
     steps = []
     only = os.environ.get("VERIFY_STEPS")  # e.g. VERIFY_STEPS=lint,trace for a quick run

@@ -22,10 +22,10 @@ Two protocols:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 
-class Protocol(str, Enum):
+class Protocol(StrEnum):
     """The admission protocols that queueref models and implements."""
 
     CHECK_THEN_WRITE = "check-then-write"

@@ -25,9 +25,9 @@ from queueref.oracle.errors import ConformanceError
 from queueref.oracle.queue_machine import (
     ConformanceFailure,
     QueueFactory,
-    QueueMachine,
     RequestFactory,
     python_name,
+    queue_machine,
 )
 from queueref.queues import SchedulingPolicy, create_request_queue
 
@@ -120,7 +120,7 @@ def run_queue_machine(
     run_settings = oracle_settings(max_examples)
     try:
         run_state_machine_as_test(
-            lambda: QueueMachine(
+            lambda: queue_machine(
                 factory,
                 expected_factory,
                 request_factory=request_factory,

@@ -172,9 +172,13 @@ class QueueMachine(RuleBasedStateMachine):
         behaviour, or None to check only the policy-independent laws.
     :param request_factory: `request_factory(request_id, priority, arrival_time)`
         builds the requests given to the subject (default `queueref.Request`).
-    :param strict: also make the calls that break a precondition of the spec,
-        and require the subject to reject them as the expected side does.
+
+    `StrictQueueMachine` also makes the calls that break a precondition of
+    the spec and requires the subject to reject them as the expected side does.
     """
+
+    #: Whether the calls that break a precondition are made (see StrictQueueMachine).
+    strict = False
 
     requests = Bundle("requests")
 
@@ -184,7 +188,6 @@ class QueueMachine(RuleBasedStateMachine):
         expected_factory: QueueFactory | None = None,
         *,
         request_factory: RequestFactory | None = None,
-        strict: bool = True,
     ) -> None:
         super().__init__()
         self.subject_factory = subject_factory
@@ -192,7 +195,6 @@ class QueueMachine(RuleBasedStateMachine):
         self.request_factory: RequestFactory = (
             request_factory if request_factory is not None else Request
         )
-        self.strict = strict
         self.lines: list[str] = []
         self.handles: list[Handle] = []
         self.ledger: list[Handle] = []  # what must be queued in q (ORC-LAW-4)
@@ -457,35 +459,6 @@ class QueueMachine(RuleBasedStateMachine):
             return  # a precondition violation: only made in strict mode
         self._insert(method, request)
 
-    @precondition(lambda self: self.strict and bool(self.ledger))
-    @rule(
-        target=requests,
-        data=st.data(),
-        priority=PRIORITIES,
-        arrival_time=ARRIVAL_TIMES,
-        method=st.sampled_from(["add_request", "prepend_request"]),
-    )
-    def add_request_with_taken_id(
-        self, data: st.DataObject, priority: int, arrival_time: float, method: str
-    ) -> Handle:
-        """RQ-ALL-3: a different request whose id is queued is rejected with ValueError."""
-        queued = data.draw(st.sampled_from(self.ledger), label="queued")
-        twin = self._new_request(priority, arrival_time, request_id=queued.request_id)
-        self._insert(method, twin)
-        return twin
-
-    @precondition(lambda self: self.strict)
-    @rule(method=st.sampled_from(["add_request", "prepend_request"]))
-    def add_non_request(self, method: str) -> None:
-        """RQ-REQ-3: an object without the request fields is rejected with TypeError."""
-        e = self.e
-        self._step(
-            f"q.{method}('r0')",
-            lambda: getattr(self.q, method)("r0"),
-            None if e is None else lambda: getattr(e, method)("r0"),
-            Outcome(error="TypeError"),
-        )
-
     @rule(
         target=requests,
         members=st.lists(
@@ -546,18 +519,6 @@ class QueueMachine(RuleBasedStateMachine):
                 ],
             )
         return multiple(*new)
-
-    @precondition(lambda self: self.strict)
-    @rule()
-    def prepend_requests_to_itself(self) -> None:
-        """RQ-ALL-8: a queue prepended to itself is rejected with ValueError."""
-        e = self.e
-        self._step(
-            "q.prepend_requests(q)",
-            lambda: self.q.prepend_requests(self.q),
-            None if e is None else lambda: e.prepend_requests(e),
-            Outcome(error="ValueError"),
-        )
 
     # ------------------------------------------------------------------
     # Rules: taking out
@@ -726,3 +687,66 @@ class QueueMachine(RuleBasedStateMachine):
                 "bool(q) disagrees with len(q)",
                 [f"{statement}  # FAILS: bool(q) {self._describe(truth, 'value')}"],
             )
+
+
+class StrictQueueMachine(QueueMachine):
+    """QueueMachine plus the calls that break a precondition of the spec (ORC-CRQ-6).
+
+    A request queued twice (RQ-ALL-2), a different request with a taken id
+    (RQ-ALL-3), an object that is no request (RQ-REQ-3), a queue prepended to
+    itself or sharing a request (RQ-ALL-8): the subject must raise what the
+    expected side raises, and change nothing.
+    """
+
+    strict = True
+
+    @precondition(lambda self: bool(self.ledger))
+    @rule(
+        target=QueueMachine.requests,
+        data=st.data(),
+        priority=PRIORITIES,
+        arrival_time=ARRIVAL_TIMES,
+        method=st.sampled_from(["add_request", "prepend_request"]),
+    )
+    def add_request_with_taken_id(
+        self, data: st.DataObject, priority: int, arrival_time: float, method: str
+    ) -> Handle:
+        """RQ-ALL-3: a different request whose id is queued is rejected with ValueError."""
+        queued = data.draw(st.sampled_from(self.ledger), label="queued")
+        twin = self._new_request(priority, arrival_time, request_id=queued.request_id)
+        self._insert(method, twin)
+        return twin
+
+    @rule(method=st.sampled_from(["add_request", "prepend_request"]))
+    def add_non_request(self, method: str) -> None:
+        """RQ-REQ-3: an object without the request fields is rejected with TypeError."""
+        e = self.e
+        self._step(
+            f"q.{method}('r0')",
+            lambda: getattr(self.q, method)("r0"),
+            None if e is None else lambda: getattr(e, method)("r0"),
+            Outcome(error="TypeError"),
+        )
+
+    @rule()
+    def prepend_requests_to_itself(self) -> None:
+        """RQ-ALL-8: a queue prepended to itself is rejected with ValueError."""
+        e = self.e
+        self._step(
+            "q.prepend_requests(q)",
+            lambda: self.q.prepend_requests(self.q),
+            None if e is None else lambda: e.prepend_requests(e),
+            Outcome(error="ValueError"),
+        )
+
+
+def queue_machine(
+    subject_factory: QueueFactory,
+    expected_factory: QueueFactory | None = None,
+    *,
+    request_factory: RequestFactory | None = None,
+    strict: bool = False,
+) -> QueueMachine:
+    """ORC-MACH-1: the machine for a subject and an expected side (strict or not)."""
+    cls = StrictQueueMachine if strict else QueueMachine
+    return cls(subject_factory, expected_factory, request_factory=request_factory)

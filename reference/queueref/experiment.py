@@ -1,0 +1,207 @@
+"""The seed pull request's test plan, reproduced: serve + load for each admission mode.
+
+Models the test plan of vLLM PR #54746: 4 API servers with
+`--max_num_queued_reqs 10`, 80 concurrent clients, and the number of running
+requests -- 40 before the change (each server capped itself), 10 after. For
+each mode, `run_experiment` starts the real HTTP servers
+(`queueref.http_server`), drives them with the built-in load client
+(`queueref.loadgen`), stops them and computes the exact maximum global
+in-flight count from the servers' own admit/finish records
+(`queueref.oracle.trace_check.check_admission_trace`, over the sweeps of
+`queueref.events`), never from sampling.
+
+Deliberate divergences from vLLM: upstream measured by watching
+`vllm:num_requests_running` (sampling); queueref computes the maximum from
+monotonic event stamps (ADM-EV-4, ADM-EV-5), so a short peak is not missed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from queueref.events import AdmissionEvent
+from queueref.http_server import SERVE_MODES, HttpServers, ServeMode
+from queueref.loadgen import LoadReport, run_builtin
+from queueref.oracle.trace_check import TraceReport, check_admission_trace, trace_bound
+
+
+@dataclass
+class ModeResult:
+    """One mode's run: the load seen by the clients and the servers' records (E2E-EXP-1)."""
+
+    mode: ServeMode
+    num_servers: int
+    cap: int
+    load: LoadReport
+    trace: TraceReport
+    events: list[AdmissionEvent]
+    final_slots: list[int]
+    crashed: list[tuple[int, int | None]]
+    port: int
+    pids: list[int] = field(default_factory=list)
+
+    @property
+    def max_in_flight(self) -> int:
+        """The exact maximum global in-flight count, by the mode's measure (E2E-EXP-1)."""
+        return self.trace.max_in_flight
+
+    @property
+    def bound(self) -> int:
+        """local: N*M; shared: M + (N-1)*min(M, W); reserve: M (E2E-EXP-1)."""
+        return trace_bound(self.mode, self.num_servers, self.cap, 1)
+
+    @property
+    def admitted(self) -> int:
+        """Slots admitted, from the records."""
+        return sum(e.n for e in self.events if e.event == "admit")
+
+    @property
+    def departed(self) -> int:
+        """Slots finished or aborted, from the records."""
+        return sum(e.n for e in self.events if e.event in ("finish", "abort"))
+
+
+def timeline(events: Sequence[AdmissionEvent], mode: str) -> tuple[list[float], list[int]]:
+    """The global in-flight step function (times from the first event), by the mode's measure.
+
+    Admissions count at `t`; departures at `t` (local, shared: ADM-EV-4) or at
+    `t_before` (reserve: ADM-EV-5), with the same tie rules as the sweeps.
+    """
+    points: list[tuple[float, int, int]] = []
+    for event in events:
+        if event.event == "admit":
+            points.append((event.t, 1 if mode == "reserve" else 0, event.n))
+        elif event.event in ("finish", "abort"):
+            at = event.t_before if mode == "reserve" and event.t_before is not None else event.t
+            points.append((at, 0 if mode == "reserve" else 1, -event.n))
+    points.sort(key=lambda point: (point[0], point[1]))
+    if not points:
+        return [], []
+    origin = points[0][0]
+    times: list[float] = []
+    levels: list[int] = []
+    level = 0
+    for at, _rank, delta in points:
+        level += delta
+        times.append(at - origin)
+        levels.append(level)
+    return times, levels
+
+
+def run_mode(
+    mode: ServeMode,
+    *,
+    num_servers: int,
+    cap: int,
+    concurrency: int,
+    duration: float,
+    service_time_ms: float = 200.0,
+    port: int = 0,
+    trace_dir: str | Path | None = None,
+) -> ModeResult:
+    """Serve + load + stop for one mode; check the merged records (E2E-EXP-1)."""
+    with tempfile.TemporaryDirectory(prefix=f"queueref-{mode}-") as scratch:
+        where = Path(trace_dir) / mode if trace_dir is not None else Path(scratch)
+        servers = HttpServers(
+            num_servers,
+            cap,
+            mode,
+            port=port,
+            service_time_ms=service_time_ms,
+            trace_dir=where,
+        )
+        with servers:
+            pids = [p.pid for p in servers.group.processes if p.pid is not None]
+            load = asyncio.run(run_builtin(servers.url, concurrency, duration))
+        result = servers.result
+        trace = check_admission_trace(result.events, num_servers, cap, 1, mode=mode)
+        return ModeResult(
+            mode,
+            num_servers,
+            cap,
+            load,
+            trace,
+            result.events,
+            result.final_slots,
+            result.crashed,
+            result.port,
+            pids,
+        )
+
+
+def run_experiment(
+    *,
+    num_servers: int,
+    cap: int,
+    concurrency: int,
+    duration: float,
+    service_time_ms: float = 200.0,
+    modes: Sequence[ServeMode] = SERVE_MODES,
+    port: int = 0,
+    trace_dir: str | Path | None = None,
+) -> list[ModeResult]:
+    """Every mode in turn, each on fresh processes (E2E-EXP-1)."""
+    return [
+        run_mode(
+            mode,
+            num_servers=num_servers,
+            cap=cap,
+            concurrency=concurrency,
+            duration=duration,
+            service_time_ms=service_time_ms,
+            port=port,
+            trace_dir=trace_dir,
+        )
+        for mode in modes
+    ]
+
+
+def format_table(results: Sequence[ModeResult]) -> str:
+    """The results table, as Markdown (E2E-EXP-1)."""
+    header = (
+        "| mode | max global in flight | bound | within bound | 200 | 503 | 503 rate "
+        "| throughput (req/s) |"
+    )
+    lines = [header, "|---|---:|---:|:---:|---:|---:|---:|---:|"]
+    for r in results:
+        lines.append(
+            f"| {r.mode} | {r.max_in_flight} | {r.bound} | "
+            f"{'yes' if r.max_in_flight <= r.bound else 'NO'} | {r.load.ok} | {r.load.busy} | "
+            f"{r.load.busy_rate:.1%} | {r.load.throughput:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def plot(results: Sequence[ModeResult], path: str | Path) -> bool:
+    """Global in-flight over time per mode against the cap line; False without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    figure, axes = plt.subplots(figsize=(9, 4.5))
+    cap = results[0].cap if results else 0
+    for result in results:
+        times, levels = timeline(result.events, result.mode)
+        axes.step(times, levels, where="post", label=f"{result.mode} (max {result.max_in_flight})")
+    axes.axhline(cap, color="black", linestyle="--", label=f"cap M = {cap}")
+    if results:
+        shared = trace_bound("shared", results[0].num_servers, cap, 1)
+        axes.axhline(shared, color="grey", linestyle=":", label=f"shared bound = {shared}")
+    axes.set_xlabel("seconds since the first admission")
+    axes.set_ylabel("global requests in flight")
+    axes.set_title(
+        f"{results[0].num_servers if results else 0} API servers, cap {cap}: "
+        "global in-flight per admission mode"
+    )
+    axes.legend(loc="upper right")
+    figure.tight_layout()
+    figure.savefig(str(path), dpi=100)
+    plt.close(figure)
+    return True

@@ -1,0 +1,234 @@
+"""Run every CrossHair proof obligation of `proofs/manifests/*.json` and check the outcome.
+
+Each manifest entry (format in CONTRIBUTING.md) names a target `FILE:FUNCTION`, its model,
+N and what it must yield: `confirmed` (then also a mutant, which must be refuted: a check
+that cannot fail proves nothing) or `refuted`. Each target is run as
+
+    python -m crosshair check --analysis_kind=icontract --report_all \
+        --per_condition_timeout=SECONDS FILE:LINE
+
+(LINE: the `def` line of FUNCTION), from the repository root, with `reference/` on
+PYTHONPATH, two at a time. The status is read from CrossHair's own words:
+
+* every condition reported "Confirmed over all paths."           -> confirmed
+* a "FILE:LINE: error: ..." line (a counterexample or an exception) -> refuted
+* anything else ("Not confirmed.", nothing reported, a timeout)     -> not-confirmed
+* CrossHair itself failed (exit status 2, a traceback, no report)   -> error
+
+Results go to `build/obligations.json` as a list of
+`{"name", "model", "servers", "expect", "status", "seconds", "detail", "mutant": {...}}`,
+and a table is printed. Exit status 1 when any entry does not yield what it expects, or a
+confirmed obligation's mutant is not refuted (or has none).
+
+Options: `--jobs N` (default 2), `--timeout SECONDS` per condition (default 60),
+`--only SUBSTRING` to run the entries whose target contains it, `--manifest PATH`
+(repeatable) to run other manifests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MANIFESTS = ROOT / "proofs" / "manifests"
+OUTPUT = ROOT / "build" / "obligations.json"
+
+CONFIRMED = "confirmed"
+REFUTED = "refuted"
+NOT_CONFIRMED = "not-confirmed"
+ERROR = "error"
+
+# "<file>:<line>: <severity>: <message>" -- CrossHair's machine-readable report lines.
+REPORT_LINE = re.compile(r"^(?P<file>.+?):(?P<line>\d+): (?P<severity>\w+): (?P<message>.*)$")
+CONFIRMED_MESSAGE = "Confirmed over all paths."
+
+
+@dataclass(frozen=True)
+class Run:
+    """The outcome of one `crosshair check` of one target."""
+
+    target: str
+    status: str
+    seconds: float
+    detail: str
+    command: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "status": self.status,
+            "seconds": round(self.seconds, 2),
+            "detail": self.detail,
+            "command": self.command,
+        }
+
+
+def def_line(path: Path, function: str) -> int:
+    """The line of `def function` at the top level of `path`."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == function:
+            return node.lineno
+    raise LookupError(f"{path}: no top-level function {function!r}")
+
+
+def classify(returncode: int, stdout: str, stderr: str) -> tuple[str, str]:
+    """The status and a one-line detail, from CrossHair's exit status and report."""
+    lines = [REPORT_LINE.match(line.strip()) for line in stdout.splitlines()]
+    reports = [m for m in lines if m is not None]
+    errors = [m for m in reports if m.group("severity") == "error"]
+    if errors:
+        return REFUTED, errors[0].group("message")[:300]
+    if returncode == 2 or "Traceback" in stderr or (not reports and stderr.strip()):
+        tail = (stderr.strip().splitlines() or ["crosshair failed"])[-1]
+        return ERROR, tail[:300]
+    if reports and all(m.group("message").strip() == CONFIRMED_MESSAGE for m in reports):
+        return CONFIRMED, f"{len(reports)} conditions confirmed over all paths"
+    others = [m.group("message") for m in reports if m.group("message") != CONFIRMED_MESSAGE]
+    return NOT_CONFIRMED, (others[0] if others else "no condition reported")[:300]
+
+
+def run_target(target: str, per_condition_timeout: float) -> Run:
+    """`crosshair check` one `FILE:FUNCTION` target."""
+    file_part, _, function = target.rpartition(":")
+    path = ROOT / file_part
+    began = time.perf_counter()
+    try:
+        line = def_line(path, function)
+    except (OSError, SyntaxError, LookupError) as error:
+        return Run(target, ERROR, 0.0, str(error), "")
+    argv = [
+        sys.executable,
+        "-m",
+        "crosshair",
+        "check",
+        "--analysis_kind=icontract",
+        "--report_all",
+        f"--per_condition_timeout={per_condition_timeout:g}",
+        f"{file_part}:{line}",
+    ]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT / "reference"), *filter(None, [env.get("PYTHONPATH")])]
+    )
+    command = "PYTHONPATH=reference " + " ".join(["python", *argv[1:]])
+    try:
+        proc = subprocess.run(
+            argv,
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            # Several conditions per target, plus start-up: a generous overall ceiling.
+            timeout=per_condition_timeout * 6 + 60,
+        )
+    except subprocess.TimeoutExpired:
+        return Run(target, NOT_CONFIRMED, time.perf_counter() - began, "timed out", command)
+    status, detail = classify(proc.returncode, proc.stdout, proc.stderr)
+    return Run(target, status, time.perf_counter() - began, detail, command)
+
+
+def load_entries(manifests: list[Path]) -> list[dict[str, object]]:
+    entries: list[dict[str, object]] = []
+    for manifest in manifests:
+        for entry in json.loads(manifest.read_text()):
+            entry = dict(entry)
+            entry["_manifest"] = str(manifest.relative_to(ROOT))
+            entries.append(entry)
+    return entries
+
+
+def verdict(entry: dict[str, object], main: Run, mutant: Run | None) -> list[str]:
+    """Why an entry fails (empty when it yields what it expects)."""
+    problems = []
+    expect = entry.get("expect")
+    if main.status != expect:
+        problems.append(f"expected {expect}, got {main.status}")
+    if expect == CONFIRMED:
+        if mutant is None:
+            problems.append("no mutant: a confirmation nothing refutes is not evidence")
+        elif mutant.status != REFUTED:
+            problems.append(f"mutant {mutant.status}, expected refuted")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=60.0, help="per condition, seconds")
+    parser.add_argument("--only", default="", help="run entries whose target contains this")
+    parser.add_argument("--manifest", action="append", type=Path, default=None)
+    parser.add_argument("--output", type=Path, default=OUTPUT)
+    args = parser.parse_args(argv)
+    manifests = (
+        [p.resolve() for p in args.manifest] if args.manifest else sorted(MANIFESTS.glob("*.json"))
+    )
+    entries = [e for e in load_entries(manifests) if args.only in str(e["target"])]
+    began = time.perf_counter()
+    targets: list[str] = []
+    for entry in entries:
+        targets.append(str(entry["target"]))
+        if entry.get("mutant"):
+            targets.append(str(entry["mutant"]))
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        results = list(pool.map(lambda t: run_target(t, args.timeout), targets))
+    runs = dict(zip(targets, results, strict=True))
+    records: list[dict[str, object]] = []
+    failures = 0
+    print(f"{'obligation':<44} {'model':<16} {'N':>2} {'status':<13} {'s':>6}  mutant")
+    for entry in entries:
+        main_run = runs[str(entry["target"])]
+        mutant_run = runs[str(entry["mutant"])] if entry.get("mutant") else None
+        problems = verdict(entry, main_run, mutant_run)
+        failures += bool(problems)
+        record: dict[str, object] = {
+            "name": entry["target"],
+            "model": entry.get("model"),
+            "servers": entry.get("servers"),
+            "expect": entry.get("expect"),
+            **main_run.to_json(),
+            "ok": not problems,
+            "problems": problems,
+        }
+        if mutant_run is not None:
+            record["mutant"] = {
+                "name": entry["mutant"],
+                "model": entry.get("model"),
+                "servers": entry.get("servers"),
+                "expect": REFUTED,
+                **mutant_run.to_json(),
+            }
+        records.append(record)
+        mutant_text = (
+            "-" if mutant_run is None else f"{mutant_run.status} ({mutant_run.seconds:.1f} s)"
+        )
+        flag = "" if not problems else "   <-- FAIL: " + "; ".join(problems)
+        name = str(entry["target"]).removeprefix("proofs/")
+        print(
+            f"{name:<44} {str(entry.get('model')):<16} {str(entry.get('servers')):>2} "
+            f"{main_run.status:<13} {main_run.seconds:>6.1f}  {mutant_text}{flag}",
+            flush=True,
+        )
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(records, indent=1) + "\n")
+    seconds = time.perf_counter() - began
+    confirmed = sum(1 for r in records if r["status"] == CONFIRMED)
+    print(
+        f"{len(records)} obligations ({confirmed} confirmed over all paths, "
+        f"{len(records) - confirmed} other), {failures} not as expected; "
+        f"{seconds:.1f} s wall with {args.jobs} workers; wrote {args.output}"
+    )
+    return 1 if failures or not records else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
