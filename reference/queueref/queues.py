@@ -386,9 +386,10 @@ class FCFSRequestQueue(_IndexedQueue):
 
         :raises IndexError: the queue is empty (RQ-ALL-4)
         """
-        if not self._items:
-            raise IndexError("RQ-ALL-4: pop from an empty queue")
-        request = self._items.popleft()
+        try:
+            request = self._items.popleft()
+        except IndexError:
+            raise IndexError("RQ-ALL-4: pop from an empty queue") from None
         del self._index[request.request_id]
         return request
 
