@@ -101,7 +101,7 @@ def test_list_model_errors_by_hand() -> None:
 
 
 def test_fcfs_reference_matches_the_list_model() -> None:
-    """RQ-ALL-1..10, RQ-FCFS-1..5, RQ-REQ-2, RQ-REQ-3: FCFSRequestQueue vs the FCFS list.
+    """ORC-MACH-1, RQ-ALL-1..10, RQ-FCFS-1..5, RQ-REQ-2, RQ-REQ-3: FCFSRequestQueue vs a list.
 
     Every operation (add, prepend, prepend_requests from another queue, pop,
     peek, remove of present and absent requests, remove_requests mixed, iterate,
@@ -115,7 +115,7 @@ def test_fcfs_reference_matches_the_list_model() -> None:
 
 
 def test_priority_reference_matches_the_sorted_model() -> None:
-    """RQ-ALL-1..10, RQ-PRI-1..5, RQ-REQ-1, RQ-REQ-3: PriorityRequestQueue vs the sorted list.
+    """ORC-MACH-1, RQ-ALL-1..10, RQ-PRI-1..5, RQ-REQ-1, RQ-REQ-3: PriorityRequestQueue vs sorted.
 
     Keys tie often (three priorities, three arrival times), so the request id
     decides (RQ-REQ-1); prepend is add (RQ-PRI-3); prepend_requests adds each

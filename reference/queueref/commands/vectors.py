@@ -1,17 +1,54 @@
-"""Placeholder: being written (see the open issues)."""
+"""`queueref vectors --out DIR`: write the test vectors, then replay them against the reference.
+
+The format of the tree is in `specs/oracle.md` (ORC-VEC-1). After writing,
+the cases are read back from disk and replayed against queueref's reference
+(ORC-VEC-3); the exit status is 0 when every case agrees, 1 when one does not,
+2 when the tree cannot be written (one line on stderr, no traceback).
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
-HELP = "(not yet available)"
+from queueref.oracle.replay import replay_case
+from queueref.oracle.vectors import read_vectors, write_vectors
+
+HELP = "write the request-queue and admission test vectors (JSON) and replay them"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    del parser
+    parser.add_argument("--out", required=True, metavar="DIR", help="the directory to write")
+    parser.add_argument(
+        "--no-replay",
+        action="store_true",
+        help="only write the vectors; do not replay them against the reference",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    del args
-    print("queueref: this command is not available yet")
-    return 2
+    """ORC-VEC-1, ORC-VEC-3: write, read back, replay; report in a few lines."""
+    try:
+        written = write_vectors(args.out)
+    except OSError as error:
+        print(f"queueref vectors: cannot write {args.out}: {error.strerror}", file=sys.stderr)
+        return 2
+    cases = read_vectors(args.out)
+    requirements = sorted({rid for case in cases for rid in case["requirements"]})
+    print(
+        f"wrote {len(written)} cases to {args.out} (index.json lists them), "
+        f"covering {len(requirements)} requirements"
+    )
+    if args.no_replay:
+        return 0
+    failed = 0
+    for case in cases:
+        problems = replay_case(case)
+        if problems:
+            failed += 1
+            print(f"MISMATCH {case['name']}: {problems[0]}")
+    if failed:
+        print(f"{failed} of {len(cases)} cases disagree with the reference")
+        return 1
+    print(f"replayed {len(cases)} cases against the reference: all agree")
+    return 0

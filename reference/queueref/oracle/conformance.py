@@ -17,22 +17,25 @@ compared with `vllm/v1/core/sched/request_queue.py` as queueref reads it.
 from __future__ import annotations
 
 import traceback
+from typing import Any, cast
+
 from hypothesis import HealthCheck, Phase, Verbosity, settings
-from hypothesis.errors import FlakyFailure
+from hypothesis.errors import Flaky
 from hypothesis.stateful import run_state_machine_as_test
 
 from queueref.oracle.errors import ConformanceError
 from queueref.oracle.queue_machine import (
     ConformanceFailure,
     QueueFactory,
+    QueueMachine,
     RequestFactory,
     python_name,
     queue_machine,
 )
 from queueref.queues import SchedulingPolicy, create_request_queue
 
-#: Steps per generated program (Hypothesis's default, fixed so profiles do not change it).
-STEPS_PER_EXAMPLE = 50
+#: At most this many steps per generated program (fixed, so profiles do not change it).
+STEPS_PER_EXAMPLE = 20
 
 
 def oracle_settings(max_examples: int) -> settings:
@@ -58,6 +61,8 @@ def _describe_exception(exc: BaseException) -> tuple[str, str]:
     """A one-line summary and the indented failing program (or traceback)."""
     if isinstance(exc, ConformanceFailure):
         return exc.summary, _indent(exc.program)
+    if isinstance(exc, Flaky) and not isinstance(exc, BaseExceptionGroup):
+        return f"Hypothesis reports {type(exc).__name__}", _indent(str(exc))
     text = "".join(traceback.format_exception(exc)).rstrip()
     return f"the check itself failed with {type(exc).__name__}", _indent(text)
 
@@ -75,33 +80,41 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
-def conformance_error(exc: BaseException, title: str) -> ConformanceError:
+def conformance_error(
+    exc: BaseException, title: str, first_seen: ConformanceFailure | None = None
+) -> ConformanceError:
     """ORC-CRQ-2, ORC-CRQ-5: one ConformanceError from whatever Hypothesis raised.
 
     A single failure gives its program; an `ExceptionGroup` of distinct
-    failures gives all of them, numbered; a `FlakyFailure` (the subject did not
-    fail again when replayed) says that the subject behaves nondeterministically.
+    failures gives all of them, numbered; Hypothesis's `Flaky` errors (the
+    subject did not fail, or did not draw, the same way when replayed) say that
+    the subject behaves nondeterministically, and show `first_seen`, the
+    failure as it was first seen (not shrunk, since it did not reproduce).
     """
     leaves = _leaves(exc)
     programs = [leaf.program if isinstance(leaf, ConformanceFailure) else "" for leaf in leaves]
     parts = [title]
-    if isinstance(exc, FlakyFailure):
+    if isinstance(exc, Flaky) or any(isinstance(leaf, Flaky) for leaf in leaves):
         parts.append(
             "The failure did not reproduce when replayed: the queue behaves "
             "nondeterministically (it depends on something besides the calls made)."
         )
-    if len(leaves) == 1:
-        summary, program = _describe_exception(leaves[0])
-        parts.append(summary)
-        parts.append("Shortest failing sequence (paste it into a test):")
-        parts.append(program)
-    else:
+        if first_seen is not None:
+            leaves = [first_seen]
+            programs = [first_seen.program]
+            parts.append("The failure as first seen (not shrunk):")
+            parts.append(f"{first_seen.summary}\n\n{_indent(first_seen.program)}")
+            return ConformanceError("\n\n".join(parts), program=programs[0], failures=programs)
+    if len(leaves) > 1:
         parts.append(f"Hypothesis found {len(leaves)} distinct failures.")
-        for number, leaf in enumerate(leaves, start=1):
-            summary, program = _describe_exception(leaf)
-            parts.append(f"--- failure {number} of {len(leaves)}: {summary}")
+    for number, leaf in enumerate(leaves, start=1):
+        summary, program = _describe_exception(leaf)
+        if len(leaves) > 1:
+            summary = f"--- failure {number} of {len(leaves)}: {summary}"
+        parts.append(summary)
+        if isinstance(leaf, ConformanceFailure):
             parts.append("Shortest failing sequence (paste it into a test):")
-            parts.append(program)
+        parts.append(program)
     return ConformanceError(
         "\n\n".join(parts), program=programs[0], failures=[p for p in programs if p]
     )
@@ -117,19 +130,28 @@ def run_queue_machine(
     title: str,
 ) -> None:
     """ORC-MACH-1: run the queue machine under the oracle settings; failures -> ConformanceError."""
+    __tracebackhide__ = True  # pytest: show the caller's line, not the oracle's internals
     run_settings = oracle_settings(max_examples)
-    try:
-        run_state_machine_as_test(
-            lambda: queue_machine(
-                factory,
-                expected_factory,
-                request_factory=request_factory,
-                strict=strict,
-            ),
-            settings=run_settings,
+    first_seen: list[ConformanceFailure] = []
+
+    def machine() -> QueueMachine:
+        # Keep the first failure seen: when it does not replay, it is all there is.
+        if not first_seen and machines and machines[-1].failure is not None:
+            first_seen.append(machines[-1].failure)
+        made = queue_machine(
+            factory, expected_factory, request_factory=request_factory, strict=strict
         )
-    except (AssertionError, Exception, BaseExceptionGroup) as exc:
-        raise conformance_error(exc, title) from None
+        machines[:] = [made]
+        return made
+
+    machines: list[QueueMachine] = []
+    try:
+        # Hypothesis accepts any callable that makes a machine (zarr-python passes a lambda).
+        run_state_machine_as_test(cast(Any, machine), settings=run_settings)
+    except (Exception, BaseExceptionGroup) as exc:
+        if not first_seen and machines and machines[-1].failure is not None:
+            first_seen.append(machines[-1].failure)
+        raise conformance_error(exc, title, first_seen[0] if first_seen else None) from None
 
 
 def check_request_queue(
@@ -149,6 +171,10 @@ def check_request_queue(
     ValueError, TypeError) are compared; an `icontract.ViolationError` or any
     other exception from the subject is a failure (ORC-CRQ-3).
 
+    ORC-SEED-1: the default budget (`max_examples=200` programs of at most
+    `STEPS_PER_EXAMPLE` calls) catches each seeded bug listed in
+    specs/oracle.md; a failure costs a few more seconds to shrink.
+
     ORC-CRQ-6: with `strict=True` the calls that break a precondition of the
     spec (a request queued twice, a taken id, a non-request, a queue
     prepended to itself or sharing a request) are made too, and the subject
@@ -160,6 +186,7 @@ def check_request_queue(
 
     :raises ValueError: an unknown policy (RQ-POL-2, ORC-CRQ-7), before anything runs
     """
+    __tracebackhide__ = True
     create_request_queue(policy)  # ORC-CRQ-7: an unknown policy raises ValueError (RQ-POL-2)
     reference = SchedulingPolicy(policy)
     name, _ = python_name(factory, "factory")
@@ -194,6 +221,7 @@ def check_queue_laws(
     >>> from queueref import PriorityRequestQueue
     >>> check_queue_laws(PriorityRequestQueue, max_examples=5)
     """
+    __tracebackhide__ = True
     name, _ = python_name(factory, "factory")
     run_queue_machine(
         factory,

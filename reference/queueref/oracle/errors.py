@@ -32,3 +32,8 @@ class TraceFormatError(ValueError):
         self.line = line
         self.field = field
         self.problem = problem
+
+
+# Both are public as `queueref.oracle.ConformanceError` / `.TraceFormatError`: say so in reprs.
+ConformanceError.__module__ = "queueref.oracle"
+TraceFormatError.__module__ = "queueref.oracle"

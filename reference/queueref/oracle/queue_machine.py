@@ -37,6 +37,7 @@ import keyword
 import reprlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal, NoReturn
 
 import icontract
@@ -196,6 +197,8 @@ class QueueMachine(RuleBasedStateMachine):
             request_factory if request_factory is not None else Request
         )
         self.lines: list[str] = []
+        self.failure: ConformanceFailure | None = None  # set when this run failed
+        self.last_call = ""  # the last call recorded, for the summary of a failure after it
         self.handles: list[Handle] = []
         self.ledger: list[Handle] = []  # what must be queued in q (ORC-LAW-4)
         self.last: tuple[Any, ...] = ()  # q's contents, as checked after the last step
@@ -228,10 +231,12 @@ class QueueMachine(RuleBasedStateMachine):
         return "\n".join([*header, "", *body] if header else body)
 
     def _fail_call(self, summary: str, failing: Sequence[str]) -> NoReturn:
-        raise ConformanceFailure("call", self.program(failing), summary)
+        self.failure = ConformanceFailure("call", self.program(failing), summary)
+        raise self.failure
 
     def _fail_law(self, summary: str, failing: Sequence[str]) -> NoReturn:
-        raise ConformanceFailure("law", self.program(failing), summary)
+        self.failure = ConformanceFailure("law", self.program(failing), summary)
+        raise self.failure
 
     # ------------------------------------------------------------------
     # Requests and values
@@ -361,6 +366,7 @@ class QueueMachine(RuleBasedStateMachine):
             self._fail_call(summary, lines)
         for line in lines:
             self._record(line)
+        self.last_call = call
         if expected.error is not None:
             self._require_unchanged(call)
         return expected
@@ -486,8 +492,8 @@ class QueueMachine(RuleBasedStateMachine):
             chosen.append(handle)
             self._step(
                 f"{name}.add_request({handle.name})",
-                lambda h=handle: other.add_request(h.subject),
-                None if other_e is None else lambda h=handle: other_e.add_request(h.expected),
+                partial(other.add_request, handle.subject),
+                None if other_e is None else partial(other_e.add_request, handle.expected),
                 Outcome(),
             )
         incoming = self._stable_contents(name, other)
@@ -656,8 +662,9 @@ class QueueMachine(RuleBasedStateMachine):
         expected = self._expected_contents()
         if self.e is not None:
             if first != expected:
+                after = f" after {self.last_call}" if self.last_call else ""
                 self._fail_law(
-                    "the contents differ",
+                    f"the contents differ{after}",
                     [
                         f"assert list(q) == {self._render(expected)}"
                         f"  # FAILS: the queue holds {self._render(first)}"
@@ -666,8 +673,9 @@ class QueueMachine(RuleBasedStateMachine):
         elif sorted(map(id, first)) != sorted(map(id, expected)):
             wanted = sorted(h.request_id for h in expected)
             held = [h.request_id if isinstance(h, Handle) else self._render(h) for h in first]
+            after = f" after {self.last_call}" if self.last_call else ""
             self._fail_law(
-                "requests were lost, duplicated or invented",
+                f"requests were lost, duplicated or invented{after}",
                 [
                     f"assert sorted(r.request_id for r in q) == {wanted!r}"
                     f"  # FAILS: the queue holds {sorted(held)!r}"

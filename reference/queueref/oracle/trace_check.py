@@ -15,12 +15,12 @@ Models no single vLLM file: it judges recordings of the admission path of
 Modes (ORC-TR-10), named like `AdmissionController(mode=...)` and the
 protocols of `queueref.servers`:
 
-| mode | who shares | admit iff | view must be | in-flight measure | bound |
+| mode | protocol | admit iff | view must be | measure | bound |
 |---|---|---|---|---|---|
-| `shared` | all N servers | `view + n <= M` | `>= own` | `max_in_flight` | `M + (N-1)*min(M, W)` |
-| `locked` | all, check+write under one lock | `view + n <= M` | `>= own` | `max_admitted_in_flight` | `M` |
-| `reserve` | all, write-then-check | `view <= M` | `>= own + n` | `max_admitted_in_flight` | `M` |
-| `local` | nobody (own count only) | `view + n <= M` | `== own` | `max_in_flight` | `N * M` |
+| `shared` | check-then-write | `view + n <= M` | `>= own` | max_in_flight | `M + (N-1)*min(M, W)` |
+| `locked` | the same, locked | `view + n <= M` | `>= own` | max_admitted_in_flight | `M` |
+| `reserve` | write-then-check | `view <= M` | `>= own + n` | max_admitted_in_flight | `M` |
+| `local` | own count only | `view + n <= M` | `== own` | max_in_flight | `N * M` |
 
 `own` is the server's own in-flight count, rebuilt from its earlier events.
 """
@@ -46,6 +46,7 @@ MODES: Final = ("shared", "locked", "reserve", "local")
 REQUIRED_KEYS: Final = ("t", "server", "event", "request_id", "n")
 OPTIONAL_KEYS: Final = ("view", "t_before")
 
+_REQUIREMENT = re.compile(r"[A-Z]+(?:-[A-Z0-9]+)+")
 _FIELD_IN_MESSAGE = re.compile(r"\b(t_before|t|server|event|request_id|n|view)\b must")
 
 
@@ -78,7 +79,8 @@ def parse_event_line(line: str, path: str, number: int) -> AdmissionEvent:
         return AdmissionEvent.from_json(line)
     except (ValueError, TypeError) as exc:
         message = str(exc)
-        problem = message.split(": ", 1)[1] if message.startswith("ADM-EV-") else message
+        head, _, rest = message.partition(": ")
+        problem = rest if _REQUIREMENT.fullmatch(head) else message  # drop the "ID: " prefix
         raise TraceFormatError(path, number, _field_of(message), problem) from None
 
 
