@@ -13,6 +13,7 @@ from typing import Any
 
 import icontract
 import pytest
+
 import queueref.admission as admission_module
 from queueref import (
     AdmissionController,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from queueref.events import (
     AdmissionEvent,
     max_admitted_in_flight,

@@ -10,6 +10,7 @@ import asyncio
 from typing import Any
 
 import pytest
+
 from queueref import (
     AdmissionController,
     MaxQueuedTokensError,

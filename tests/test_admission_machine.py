@@ -31,6 +31,7 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+
 from queueref import (
     AdmissionController,
     AdmissionRejected,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from queueref import FCFSRequestQueue, PriorityRequestQueue, Request
 from queueref import queue_semantics as sem
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import icontract
 import pytest
+
 import queueref.config
 from queueref import (
     FCFSRequestQueue,

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import pytest
+
 from queueref import AdmissionRejected, RequestTracker
 from queueref.servers import (
     ServerGroup,

@@ -9,6 +9,7 @@ from typing import Any
 
 import icontract
 import pytest
+
 import queueref.config
 from queueref import RequestTracker, SharedAdmissionStats
 from queueref.tracker import child_request_ids

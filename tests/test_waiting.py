@@ -13,6 +13,7 @@ from typing import Any
 
 import icontract
 import pytest
+
 import queueref.config
 from queueref import Request, RequestStatus, SchedulingPolicy, StepDecision, WaitingQueues
 from queueref.request import request_key

@@ -20,7 +20,6 @@ from typing import Any
 import hypothesis.strategies as st
 import icontract
 import pytest
-import queueref.config
 from hypothesis import HealthCheck, Phase, event, note, settings
 from hypothesis.stateful import (
     Bundle,
@@ -32,6 +31,8 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+
+import queueref.config
 from queueref import Request, RequestStatus, SchedulingPolicy, StepDecision, WaitingQueues
 from queueref.request import request_key
 

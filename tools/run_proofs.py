@@ -20,6 +20,10 @@ Results go to `build/obligations.json` as a list of
 and a table is printed. Exit status 1 when any entry does not yield what it expects, or a
 confirmed obligation's mutant is not refuted (or has none).
 
+Extra evidence, not CrossHair: `proofs/z3_inductive.py` runs the same invariants and
+step functions on z3 variables for larger N (`--z3 5-6` by default, `--z3 none` to skip),
+in the same pool; its results go to `build/z3-inductive.json` and a failure fails the run.
+
 Options: `--jobs N` (default 2), `--timeout SECONDS` per condition (default 60),
 `--only SUBSTRING` to run the entries whose target contains it, `--manifest PATH`
 (repeatable) to run other manifests.
@@ -137,6 +141,23 @@ def run_target(target: str, per_condition_timeout: float) -> Run:
     return Run(target, status, time.perf_counter() - began, detail, command)
 
 
+def run_z3(servers: str) -> Run:
+    """`proofs/z3_inductive.py --servers SERVERS`: proved on every path, or not."""
+    began = time.perf_counter()
+    argv = [
+        sys.executable,
+        str(ROOT / "proofs" / "z3_inductive.py"),
+        "--servers",
+        servers,
+        "--json",
+        str(ROOT / "build" / "z3-inductive.json"),
+    ]
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    lines = proc.stdout.strip().splitlines() or [proc.stderr.strip() or "no output"]
+    status = CONFIRMED if proc.returncode == 0 else ERROR if "Traceback" in proc.stderr else REFUTED
+    return Run("proofs/z3_inductive.py", status, time.perf_counter() - began, lines[-1], "")
+
+
 def load_entries(manifests: list[Path]) -> list[dict[str, object]]:
     entries: list[dict[str, object]] = []
     for manifest in manifests:
@@ -168,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="run entries whose target contains this")
     parser.add_argument("--manifest", action="append", type=Path, default=None)
     parser.add_argument("--output", type=Path, default=OUTPUT)
+    parser.add_argument("--z3", default="5-6", help="N range for the z3 check, or 'none'")
     args = parser.parse_args(argv)
     manifests = (
         [p.resolve() for p in args.manifest] if args.manifest else sorted(MANIFESTS.glob("*.json"))
@@ -180,7 +202,9 @@ def main(argv: list[str] | None = None) -> int:
         if entry.get("mutant"):
             targets.append(str(entry["mutant"]))
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        z3_job = None if args.z3 == "none" or args.only else pool.submit(run_z3, args.z3)
         results = list(pool.map(lambda t: run_target(t, args.timeout), targets))
+        z3_run = z3_job.result() if z3_job is not None else None
     runs = dict(zip(targets, results, strict=True))
     records: list[dict[str, object]] = []
     failures = 0
@@ -220,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(records, indent=1) + "\n")
+    if z3_run is not None:
+        print(f"z3, same functions, N = {args.z3}: {z3_run.detail} ({z3_run.seconds:.1f} s)")
+        failures += z3_run.status != CONFIRMED
     seconds = time.perf_counter() - began
     confirmed = sum(1 for r in records if r["status"] == CONFIRMED)
     print(
