@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import icontract
+
 from queueref.models.inductive import (
     atomic_bound,
     atomic_initial,
@@ -53,10 +54,6 @@ BEFORE_8 = state_condition(atomic_invariant, 8, NAMES_8)
     lambda M, W, result: atomic_invariant(1, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(1, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def atomic_n1_init(
     M: int, W: int,
 ) -> tuple[Any, ...]:
@@ -69,10 +66,6 @@ def atomic_n1_init(
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(1, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(1, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n1_step(
     M: int, W: int,
@@ -87,13 +80,24 @@ def atomic_n1_step(
 
 
 @icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_1, "OB-ATOMIC-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: atomic_bound(1, M, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def atomic_n1_bound(
+    M: int, W: int,
+    c0: int,
+    p0: int,
+) -> tuple[Any, ...]:
+    """OB-ATOMIC-1: every state the invariant admits is within the bound."""
+    return pack_state(NAMES_1, locals())
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(2, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n2_init(
     M: int, W: int,
@@ -107,10 +111,6 @@ def atomic_n2_init(
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(2, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n2_step(
     M: int, W: int,
@@ -126,13 +126,25 @@ def atomic_n2_step(
 
 
 @icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_2, "OB-ATOMIC-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: atomic_bound(2, M, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def atomic_n2_bound(
+    M: int, W: int,
+    c0: int,
+    c1: int,
+    p0: int, p1: int,
+) -> tuple[Any, ...]:
+    """OB-ATOMIC-1: every state the invariant admits is within the bound."""
+    return pack_state(NAMES_2, locals())
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(3, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n3_init(
     M: int, W: int,
@@ -146,10 +158,6 @@ def atomic_n3_init(
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(3, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n3_step(
     M: int, W: int,
@@ -166,13 +174,26 @@ def atomic_n3_step(
 
 
 @icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_3, "OB-ATOMIC-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: atomic_bound(3, M, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def atomic_n3_bound(
+    M: int, W: int,
+    c0: int,
+    c1: int,
+    c2: int,
+    p0: int, p1: int, p2: int,
+) -> tuple[Any, ...]:
+    """OB-ATOMIC-1: every state the invariant admits is within the bound."""
+    return pack_state(NAMES_3, locals())
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(4, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n4_init(
     M: int, W: int,
@@ -186,10 +207,6 @@ def atomic_n4_init(
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(4, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n4_step(
     M: int, W: int,
@@ -207,13 +224,27 @@ def atomic_n4_step(
 
 
 @icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_4, "OB-ATOMIC-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: atomic_bound(4, M, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def atomic_n4_bound(
+    M: int, W: int,
+    c0: int,
+    c1: int,
+    c2: int,
+    c3: int,
+    p0: int, p1: int, p2: int, p3: int,
+) -> tuple[Any, ...]:
+    """OB-ATOMIC-1: every state the invariant admits is within the bound."""
+    return pack_state(NAMES_4, locals())
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(5, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(5, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n5_init(
     M: int, W: int,
@@ -227,10 +258,6 @@ def atomic_n5_init(
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(5, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(5, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n5_step(
     M: int, W: int,
@@ -249,13 +276,28 @@ def atomic_n5_step(
 
 
 @icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_5, "OB-ATOMIC-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: atomic_bound(5, M, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def atomic_n5_bound(
+    M: int, W: int,
+    c0: int,
+    c1: int,
+    c2: int,
+    c3: int,
+    c4: int,
+    p0: int, p1: int, p2: int, p3: int, p4: int,
+) -> tuple[Any, ...]:
+    """OB-ATOMIC-1: every state the invariant admits is within the bound."""
+    return pack_state(NAMES_5, locals())
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(6, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(6, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n6_init(
     M: int, W: int,
@@ -269,10 +311,6 @@ def atomic_n6_init(
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(6, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(6, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n6_step(
     M: int, W: int,
@@ -292,13 +330,29 @@ def atomic_n6_step(
 
 
 @icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_6, "OB-ATOMIC-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: atomic_bound(6, M, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def atomic_n6_bound(
+    M: int, W: int,
+    c0: int,
+    c1: int,
+    c2: int,
+    c3: int,
+    c4: int,
+    c5: int,
+    p0: int, p1: int, p2: int, p3: int, p4: int, p5: int,
+) -> tuple[Any, ...]:
+    """OB-ATOMIC-1: every state the invariant admits is within the bound."""
+    return pack_state(NAMES_6, locals())
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(7, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(7, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n7_init(
     M: int, W: int,
@@ -312,10 +366,6 @@ def atomic_n7_init(
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(7, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(7, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n7_step(
     M: int, W: int,
@@ -336,13 +386,30 @@ def atomic_n7_step(
 
 
 @icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_7, "OB-ATOMIC-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: atomic_bound(7, M, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def atomic_n7_bound(
+    M: int, W: int,
+    c0: int,
+    c1: int,
+    c2: int,
+    c3: int,
+    c4: int,
+    c5: int,
+    c6: int,
+    p0: int, p1: int, p2: int, p3: int, p4: int, p5: int, p6: int,
+) -> tuple[Any, ...]:
+    """OB-ATOMIC-1: every state the invariant admits is within the bound."""
+    return pack_state(NAMES_7, locals())
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(8, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(8, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n8_init(
     M: int, W: int,
@@ -356,10 +423,6 @@ def atomic_n8_init(
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(8, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(8, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n8_step(
     M: int, W: int,
@@ -378,3 +441,25 @@ def atomic_n8_step(
     passed check, the finish of n requests -- keeps the invariant.
     """
     return atomic_step(8, M, W, pack_state(NAMES_8, locals()), action, server, n)
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_8, "OB-ATOMIC-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: atomic_bound(8, M, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def atomic_n8_bound(
+    M: int, W: int,
+    c0: int,
+    c1: int,
+    c2: int,
+    c3: int,
+    c4: int,
+    c5: int,
+    c6: int,
+    c7: int,
+    p0: int, p1: int, p2: int, p3: int, p4: int, p5: int, p6: int, p7: int,
+) -> tuple[Any, ...]:
+    """OB-ATOMIC-1: every state the invariant admits is within the bound."""
+    return pack_state(NAMES_8, locals())

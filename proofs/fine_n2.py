@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import icontract
+
 from queueref.models.inductive import (
     fine_bound,
     fine_decide,
@@ -42,10 +43,6 @@ BEFORE_2 = state_condition(fine_invariant, 2, NAMES_2)
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n2_init(
     M: int, W: int,
 ) -> tuple[Any, ...]:
@@ -62,10 +59,6 @@ def fine_n2_init(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n2_start_0(
     M: int, W: int,
@@ -96,10 +89,6 @@ def fine_n2_start_0(
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n2_read_0_0(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -128,10 +117,6 @@ def fine_n2_read_0_0(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n2_read_0_1(
     M: int, W: int,
@@ -162,10 +147,6 @@ def fine_n2_read_0_1(
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n2_decide_0(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -194,10 +175,6 @@ def fine_n2_decide_0(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n2_finish_0(
     M: int, W: int,
@@ -228,10 +205,6 @@ def fine_n2_finish_0(
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n2_start_1(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -260,10 +233,6 @@ def fine_n2_start_1(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n2_read_1_0(
     M: int, W: int,
@@ -294,10 +263,6 @@ def fine_n2_read_1_0(
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n2_read_1_1(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -326,10 +291,6 @@ def fine_n2_read_1_1(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n2_decide_1(
     M: int, W: int,
@@ -360,10 +321,6 @@ def fine_n2_decide_1(
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n2_finish_1(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -381,3 +338,28 @@ def fine_n2_finish_1(
 ) -> tuple[Any, ...]:
     """OB-FINE-1: one of server 1's requests finishes, at any time."""
     return fine_finish(2, pack_state(NAMES_2, locals()), 1)
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-FINE-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_2, "OB-FINE-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: fine_bound(2, M, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def fine_n2_bound(
+    M: int, W: int,
+    G: int, RL: int, L: int,
+    ld0: int, ld1: int,
+    al0: int, al1: int,
+    sl0: int, sl1: int,
+    c0: int, b0: int, n0: int, k0: int, v0: int, rk0: int,
+    r0_0: int, r0_1: int,
+    a0_0: int, a0_1: int,
+    s0_0: int, s0_1: int,
+    c1: int, b1: int, n1: int, k1: int, v1: int, rk1: int,
+    r1_0: int, r1_1: int,
+    a1_0: int, a1_1: int,
+    s1_0: int, s1_1: int,
+) -> tuple[Any, ...]:
+    """OB-FINE-1: every state the invariant admits is within the bound."""
+    return pack_state(NAMES_2, locals())

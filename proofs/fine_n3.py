@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import icontract
+
 from queueref.models.inductive import (
     fine_bound,
     fine_decide,
@@ -42,10 +43,6 @@ BEFORE_3 = state_condition(fine_invariant, 3, NAMES_3)
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n3_init(
     M: int, W: int,
 ) -> tuple[Any, ...]:
@@ -62,10 +59,6 @@ def fine_n3_init(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n3_start_0(
     M: int, W: int,
@@ -100,10 +93,6 @@ def fine_n3_start_0(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n3_read_0_0(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -136,10 +125,6 @@ def fine_n3_read_0_0(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n3_read_0_1(
     M: int, W: int,
@@ -174,10 +159,6 @@ def fine_n3_read_0_1(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n3_read_0_2(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -210,10 +191,6 @@ def fine_n3_read_0_2(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n3_decide_0(
     M: int, W: int,
@@ -248,10 +225,6 @@ def fine_n3_decide_0(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n3_finish_0(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -284,10 +257,6 @@ def fine_n3_finish_0(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n3_start_1(
     M: int, W: int,
@@ -322,10 +291,6 @@ def fine_n3_start_1(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n3_read_1_0(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -358,10 +323,6 @@ def fine_n3_read_1_0(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n3_read_1_1(
     M: int, W: int,
@@ -396,10 +357,6 @@ def fine_n3_read_1_1(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n3_read_1_2(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -432,10 +389,6 @@ def fine_n3_read_1_2(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n3_decide_1(
     M: int, W: int,
@@ -470,10 +423,6 @@ def fine_n3_decide_1(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n3_finish_1(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -506,10 +455,6 @@ def fine_n3_finish_1(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n3_start_2(
     M: int, W: int,
@@ -544,10 +489,6 @@ def fine_n3_start_2(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n3_read_2_0(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -580,10 +521,6 @@ def fine_n3_read_2_0(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n3_read_2_1(
     M: int, W: int,
@@ -618,10 +555,6 @@ def fine_n3_read_2_1(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n3_read_2_2(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -654,10 +587,6 @@ def fine_n3_read_2_2(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n3_decide_2(
     M: int, W: int,
@@ -692,10 +621,6 @@ def fine_n3_decide_2(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n3_finish_2(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -717,3 +642,32 @@ def fine_n3_finish_2(
 ) -> tuple[Any, ...]:
     """OB-FINE-1: one of server 2's requests finishes, at any time."""
     return fine_finish(3, pack_state(NAMES_3, locals()), 2)
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-FINE-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_3, "OB-FINE-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: fine_bound(3, M, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def fine_n3_bound(
+    M: int, W: int,
+    G: int, RL: int, L: int,
+    ld0: int, ld1: int, ld2: int,
+    al0: int, al1: int, al2: int,
+    sl0: int, sl1: int, sl2: int,
+    c0: int, b0: int, n0: int, k0: int, v0: int, rk0: int,
+    r0_0: int, r0_1: int, r0_2: int,
+    a0_0: int, a0_1: int, a0_2: int,
+    s0_0: int, s0_1: int, s0_2: int,
+    c1: int, b1: int, n1: int, k1: int, v1: int, rk1: int,
+    r1_0: int, r1_1: int, r1_2: int,
+    a1_0: int, a1_1: int, a1_2: int,
+    s1_0: int, s1_1: int, s1_2: int,
+    c2: int, b2: int, n2: int, k2: int, v2: int, rk2: int,
+    r2_0: int, r2_1: int, r2_2: int,
+    a2_0: int, a2_1: int, a2_2: int,
+    s2_0: int, s2_1: int, s2_2: int,
+) -> tuple[Any, ...]:
+    """OB-FINE-1: every state the invariant admits is within the bound."""
+    return pack_state(NAMES_3, locals())

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import icontract
+
 from queueref.models.inductive import (
     fine_bound,
     fine_decide,
@@ -42,10 +43,6 @@ BEFORE_4 = state_condition(fine_invariant, 4, NAMES_4)
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_init(
     M: int, W: int,
 ) -> tuple[Any, ...]:
@@ -62,10 +59,6 @@ def fine_n4_init(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_start_0(
     M: int, W: int,
@@ -104,10 +97,6 @@ def fine_n4_start_0(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_read_0_0(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -144,10 +133,6 @@ def fine_n4_read_0_0(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_read_0_1(
     M: int, W: int,
@@ -186,10 +171,6 @@ def fine_n4_read_0_1(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_read_0_2(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -226,10 +207,6 @@ def fine_n4_read_0_2(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_read_0_3(
     M: int, W: int,
@@ -268,10 +245,6 @@ def fine_n4_read_0_3(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_decide_0(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -308,10 +281,6 @@ def fine_n4_decide_0(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_finish_0(
     M: int, W: int,
@@ -350,10 +319,6 @@ def fine_n4_finish_0(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_start_1(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -390,10 +355,6 @@ def fine_n4_start_1(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_read_1_0(
     M: int, W: int,
@@ -432,10 +393,6 @@ def fine_n4_read_1_0(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_read_1_1(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -472,10 +429,6 @@ def fine_n4_read_1_1(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_read_1_2(
     M: int, W: int,
@@ -514,10 +467,6 @@ def fine_n4_read_1_2(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_read_1_3(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -554,10 +503,6 @@ def fine_n4_read_1_3(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_decide_1(
     M: int, W: int,
@@ -596,10 +541,6 @@ def fine_n4_decide_1(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_finish_1(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -636,10 +577,6 @@ def fine_n4_finish_1(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_start_2(
     M: int, W: int,
@@ -678,10 +615,6 @@ def fine_n4_start_2(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_read_2_0(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -718,10 +651,6 @@ def fine_n4_read_2_0(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_read_2_1(
     M: int, W: int,
@@ -760,10 +689,6 @@ def fine_n4_read_2_1(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_read_2_2(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -800,10 +725,6 @@ def fine_n4_read_2_2(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_read_2_3(
     M: int, W: int,
@@ -842,10 +763,6 @@ def fine_n4_read_2_3(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_decide_2(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -882,10 +799,6 @@ def fine_n4_decide_2(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_finish_2(
     M: int, W: int,
@@ -924,10 +837,6 @@ def fine_n4_finish_2(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_start_3(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -964,10 +873,6 @@ def fine_n4_start_3(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_read_3_0(
     M: int, W: int,
@@ -1006,10 +911,6 @@ def fine_n4_read_3_0(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_read_3_1(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -1046,10 +947,6 @@ def fine_n4_read_3_1(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_read_3_2(
     M: int, W: int,
@@ -1088,10 +985,6 @@ def fine_n4_read_3_2(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_read_3_3(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -1128,10 +1021,6 @@ def fine_n4_read_3_3(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_decide_3(
     M: int, W: int,
@@ -1170,10 +1059,6 @@ def fine_n4_decide_3(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_finish_3(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -1199,3 +1084,36 @@ def fine_n4_finish_3(
 ) -> tuple[Any, ...]:
     """OB-FINE-1: one of server 3's requests finishes, at any time."""
     return fine_finish(4, pack_state(NAMES_4, locals()), 3)
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-FINE-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_4, "OB-FINE-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: fine_bound(4, M, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def fine_n4_bound(
+    M: int, W: int,
+    G: int, RL: int, L: int,
+    ld0: int, ld1: int, ld2: int, ld3: int,
+    al0: int, al1: int, al2: int, al3: int,
+    sl0: int, sl1: int, sl2: int, sl3: int,
+    c0: int, b0: int, n0: int, k0: int, v0: int, rk0: int,
+    r0_0: int, r0_1: int, r0_2: int, r0_3: int,
+    a0_0: int, a0_1: int, a0_2: int, a0_3: int,
+    s0_0: int, s0_1: int, s0_2: int, s0_3: int,
+    c1: int, b1: int, n1: int, k1: int, v1: int, rk1: int,
+    r1_0: int, r1_1: int, r1_2: int, r1_3: int,
+    a1_0: int, a1_1: int, a1_2: int, a1_3: int,
+    s1_0: int, s1_1: int, s1_2: int, s1_3: int,
+    c2: int, b2: int, n2: int, k2: int, v2: int, rk2: int,
+    r2_0: int, r2_1: int, r2_2: int, r2_3: int,
+    a2_0: int, a2_1: int, a2_2: int, a2_3: int,
+    s2_0: int, s2_1: int, s2_2: int, s2_3: int,
+    c3: int, b3: int, n3: int, k3: int, v3: int, rk3: int,
+    r3_0: int, r3_1: int, r3_2: int, r3_3: int,
+    a3_0: int, a3_1: int, a3_2: int, a3_3: int,
+    s3_0: int, s3_1: int, s3_2: int, s3_3: int,
+) -> tuple[Any, ...]:
+    """OB-FINE-1: every state the invariant admits is within the bound."""
+    return pack_state(NAMES_4, locals())

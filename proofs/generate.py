@@ -50,6 +50,9 @@ class Obligation:
     body: str  # expression computing the post-state (the correct step)
     mutant_body: str  # the same with the deliberate bug
     mutant_doc: str
+    #: False: the step must re-establish the invariant. True: the invariant must imply the
+    #: bound (the body returns the state as it is; the mutant claims a cap one lower).
+    checks_bound: bool = False
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,20 @@ class Family:
     names_function: str  # the function of queueref.models.inductive that lists them
     obligations: list[Obligation]
     mutant_helpers: str  # broken step functions for the mutant file
+
+
+def _bound_obligation(prefix: str, requirement: str, names: list[str]) -> Obligation:
+    return Obligation(
+        name=f"{prefix}_bound",
+        doc=f"{requirement}: every state the invariant admits is within the bound.",
+        guard="",
+        guard_doc="",
+        params=names,
+        body="STATE",
+        mutant_body="STATE",
+        mutant_doc="claims the bound of a cap one lower, which the invariant must not imply",
+        checks_bound=True,
+    )
 
 
 def atomic_families() -> list[Family]:
@@ -105,6 +122,7 @@ def atomic_families() -> list[Family]:
                 ),
             ),
         ]
+        obligations.append(_bound_obligation(f"atomic_n{n}", "OB-ATOMIC-1", names))
         obligations_by_n.append(
             Family(
                 module="atomic",
@@ -222,6 +240,7 @@ def fine_family(n: int) -> Family:
                 mutant_doc="the finish is recorded in the next server's slot",
             )
         )
+    obligations.append(_bound_obligation(f"fine_n{n}", "OB-FINE-1", names))
     return Family(
         module=f"fine_n{n}",
         model="fine",
@@ -356,6 +375,7 @@ def reserve_family(n: int) -> Family:
                 mutant_doc="the finish is recorded in the next server's slot",
             )
         )
+    obligations.append(_bound_obligation(f"wtc_n{n}", "OB-WTC-1", names))
     return Family(
         module=f"wtc_n{n}",
         model="write-then-check",
@@ -433,6 +453,7 @@ from __future__ import annotations
 from typing import Any
 
 import icontract
+
 {extra_imports}from queueref.models.inductive import (
 {imports})
 '''
@@ -509,14 +530,19 @@ def _function(family: Family, ob: Obligation, mutant: bool) -> str:
         )
     if ob.guard:
         lines.append(f'@icontract.require(\n    {ob.guard},\n    "{req}: {ob.guard_doc}",\n)')
-    lines.append(
-        f"@icontract.ensure(\n    lambda M, W, result: {family.invariant}({n}, M, W, result),\n"
-        f'    "{req}: the invariant holds after the step",\n)'
-    )
-    lines.append(
-        f"@icontract.ensure(\n    lambda M, W, result: {family.bound},\n"
-        f'    "{family.bound_requirement}: {family.bound_doc}",\n)'
-    )
+    if ob.checks_bound:
+        bound = family.bound
+        if mutant:
+            bound = bound.replace("N, M, ", "N, M - 1, ")
+        lines.append(
+            f"@icontract.ensure(\n    lambda M, W, result: {bound},\n"
+            f'    "{family.bound_requirement}: {family.bound_doc}",\n)'
+        )
+    else:
+        lines.append(
+            f"@icontract.ensure(\n    lambda M, W, result: {family.invariant}({n}, M, W, result),\n"
+            f'    "{req}: the invariant holds after the step",\n)'
+        )
     lines.append(f"def {ob.name}(")
     lines += _layout(params, _breaks(params))
     lines.append(") -> tuple[Any, ...]:")
@@ -651,14 +677,14 @@ DROPS: dict[str, dict[str, str]] = {
         "own": "decide_0",
         "order": "decide_0",
         "drift": "decide_0",
-        "lead": "decide_0",
+        "lead": "bound",
         "stale": "decide_0",
     },
     "write-then-check": {
         "type": "start_0",
         "rank": "start_0",
         "view": "decide_0",
-        "lead": "decide_0",
+        "lead": "bound",
         "reader": "decide_0",
     },
 }
@@ -692,6 +718,7 @@ from functools import partial
 from typing import Any
 
 import icontract
+
 from queueref.models.inductive import (
 {imports})
 '''

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import icontract
+
 from queueref.models.inductive import (
     pack_state,
     reserve_decide,
@@ -42,10 +43,6 @@ BEFORE_2 = state_condition(reserve_invariant, 2, NAMES_2)
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n2_init(
     M: int, W: int,
 ) -> tuple[Any, ...]:
@@ -62,10 +59,6 @@ def wtc_n2_init(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n2_start_0(
     M: int, W: int,
@@ -90,10 +83,6 @@ def wtc_n2_start_0(
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n2_read_0_0(
     M: int, W: int,
     G: int, RL: int,
@@ -116,10 +105,6 @@ def wtc_n2_read_0_0(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n2_read_0_1(
     M: int, W: int,
@@ -144,10 +129,6 @@ def wtc_n2_read_0_1(
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n2_decide_0(
     M: int, W: int,
     G: int, RL: int,
@@ -170,10 +151,6 @@ def wtc_n2_decide_0(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n2_finish_0(
     M: int, W: int,
@@ -198,10 +175,6 @@ def wtc_n2_finish_0(
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n2_start_1(
     M: int, W: int,
     G: int, RL: int,
@@ -224,10 +197,6 @@ def wtc_n2_start_1(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n2_read_1_0(
     M: int, W: int,
@@ -252,10 +221,6 @@ def wtc_n2_read_1_0(
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n2_read_1_1(
     M: int, W: int,
     G: int, RL: int,
@@ -278,10 +243,6 @@ def wtc_n2_read_1_1(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n2_decide_1(
     M: int, W: int,
@@ -306,10 +267,6 @@ def wtc_n2_decide_1(
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n2_finish_1(
     M: int, W: int,
     G: int, RL: int,
@@ -321,3 +278,22 @@ def wtc_n2_finish_1(
 ) -> tuple[Any, ...]:
     """OB-WTC-1: one of server 1's admitted requests finishes, at any time."""
     return reserve_finish(2, pack_state(NAMES_2, locals()), 1)
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-WTC-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_2, "OB-WTC-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: reserve_hard_cap(2, M, result),
+    "OB-WTC-1: the admitted global count is at most M",
+)
+def wtc_n2_bound(
+    M: int, W: int,
+    G: int, RL: int,
+    ld0: int, ld1: int,
+    c0: int, b0: int, n0: int, k0: int, v0: int, rk0: int,
+    r0_0: int, r0_1: int,
+    c1: int, b1: int, n1: int, k1: int, v1: int, rk1: int,
+    r1_0: int, r1_1: int,
+) -> tuple[Any, ...]:
+    """OB-WTC-1: every state the invariant admits is within the bound."""
+    return pack_state(NAMES_2, locals())

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import icontract
+
 from queueref.models.inductive import (
     pack_state,
     reserve_decide,
@@ -42,10 +43,6 @@ BEFORE_3 = state_condition(reserve_invariant, 3, NAMES_3)
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n3_init(
     M: int, W: int,
 ) -> tuple[Any, ...]:
@@ -62,10 +59,6 @@ def wtc_n3_init(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n3_start_0(
     M: int, W: int,
@@ -92,10 +85,6 @@ def wtc_n3_start_0(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n3_read_0_0(
     M: int, W: int,
     G: int, RL: int,
@@ -120,10 +109,6 @@ def wtc_n3_read_0_0(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n3_read_0_1(
     M: int, W: int,
@@ -150,10 +135,6 @@ def wtc_n3_read_0_1(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n3_read_0_2(
     M: int, W: int,
     G: int, RL: int,
@@ -178,10 +159,6 @@ def wtc_n3_read_0_2(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n3_decide_0(
     M: int, W: int,
@@ -208,10 +185,6 @@ def wtc_n3_decide_0(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n3_finish_0(
     M: int, W: int,
     G: int, RL: int,
@@ -236,10 +209,6 @@ def wtc_n3_finish_0(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n3_start_1(
     M: int, W: int,
@@ -266,10 +235,6 @@ def wtc_n3_start_1(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n3_read_1_0(
     M: int, W: int,
     G: int, RL: int,
@@ -294,10 +259,6 @@ def wtc_n3_read_1_0(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n3_read_1_1(
     M: int, W: int,
@@ -324,10 +285,6 @@ def wtc_n3_read_1_1(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n3_read_1_2(
     M: int, W: int,
     G: int, RL: int,
@@ -352,10 +309,6 @@ def wtc_n3_read_1_2(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n3_decide_1(
     M: int, W: int,
@@ -382,10 +335,6 @@ def wtc_n3_decide_1(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n3_finish_1(
     M: int, W: int,
     G: int, RL: int,
@@ -410,10 +359,6 @@ def wtc_n3_finish_1(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n3_start_2(
     M: int, W: int,
@@ -440,10 +385,6 @@ def wtc_n3_start_2(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n3_read_2_0(
     M: int, W: int,
     G: int, RL: int,
@@ -468,10 +409,6 @@ def wtc_n3_read_2_0(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n3_read_2_1(
     M: int, W: int,
@@ -498,10 +435,6 @@ def wtc_n3_read_2_1(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n3_read_2_2(
     M: int, W: int,
     G: int, RL: int,
@@ -526,10 +459,6 @@ def wtc_n3_read_2_2(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n3_decide_2(
     M: int, W: int,
@@ -556,10 +485,6 @@ def wtc_n3_decide_2(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n3_finish_2(
     M: int, W: int,
     G: int, RL: int,
@@ -573,3 +498,24 @@ def wtc_n3_finish_2(
 ) -> tuple[Any, ...]:
     """OB-WTC-1: one of server 2's admitted requests finishes, at any time."""
     return reserve_finish(3, pack_state(NAMES_3, locals()), 2)
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-WTC-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_3, "OB-WTC-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: reserve_hard_cap(3, M, result),
+    "OB-WTC-1: the admitted global count is at most M",
+)
+def wtc_n3_bound(
+    M: int, W: int,
+    G: int, RL: int,
+    ld0: int, ld1: int, ld2: int,
+    c0: int, b0: int, n0: int, k0: int, v0: int, rk0: int,
+    r0_0: int, r0_1: int, r0_2: int,
+    c1: int, b1: int, n1: int, k1: int, v1: int, rk1: int,
+    r1_0: int, r1_1: int, r1_2: int,
+    c2: int, b2: int, n2: int, k2: int, v2: int, rk2: int,
+    r2_0: int, r2_1: int, r2_2: int,
+) -> tuple[Any, ...]:
+    """OB-WTC-1: every state the invariant admits is within the bound."""
+    return pack_state(NAMES_3, locals())

@@ -103,6 +103,16 @@ def test_finishes_happen_at_any_time_and_only_lower_a_slot() -> None:
     assert model.slots(states[-1]) == (0, 0)
 
 
+def test_write_then_check_finishes_admitted_requests_only() -> None:
+    """OB-MODEL-1: an idle server finishes an admitted request; a reservation never finishes."""
+    model = WriteThenCheck(2, 2, 2)
+    admitted = [Step("start", 0, 1), Step("read", 0, 0), Step("read", 0, 1), Step("keep", 0)]
+    states = replay(model, [*admitted, Step("finish", 0)])
+    assert model.slots(states[-1]) == (0, 0)
+    with pytest.raises(ValueError, match="not enabled"):
+        replay(model, [Step("start", 0, 2), Step("finish", 0)])
+
+
 def test_write_then_check_never_admits_more_than_the_cap_and_reaches_it() -> None:
     """OB-WTC-1, OB-WTC-2, OB-TABLE-1: worst admitted == M, the slots (with reservations)
     go higher, and the witness replays to M."""

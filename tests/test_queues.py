@@ -521,3 +521,71 @@ print("ok")
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize("cls", QUEUE_CLASSES)
+@pytest.mark.parametrize(
+    "fields, error, field",
+    [
+        ({"request_id": 7, "priority": 0, "arrival_time": 0.0}, TypeError, "request_id"),
+        ({"request_id": "x", "priority": "high", "arrival_time": 0.0}, TypeError, "priority"),
+        ({"request_id": "x", "priority": 0, "arrival_time": None}, TypeError, "arrival_time"),
+        ({"request_id": "x", "priority": 0, "arrival_time": float("nan")}, ValueError, "NaN"),
+    ],
+)
+def test_unorderable_fields_are_rejected_before_the_queue_changes(
+    cls: type[RequestQueue], fields: dict[str, Any], error: type, field: str
+) -> None:
+    """RQ-REQ-3: a key that cannot be ordered never reaches the heap."""
+    queue = filled(cls, "a", "b")
+    bogus = type("Bogus", (), fields)()
+    for method in (queue.add_request, queue.prepend_request):
+        with pytest.raises(error, match=field):
+            method(bogus)
+    other = FCFSRequestQueue()
+    other._items.append(bogus)  # smuggled past the checks, as a foreign queue might
+    other._index[fields["request_id"]] = bogus
+    with pytest.raises(error, match=field):
+        queue.prepend_requests(other)
+    assert ids(queue) == ["a", "b"] and len(queue) == 2
+    assert [queue.pop_request().request_id for _ in range(2)] == ["a", "b"]
+    assert list(queue) == [] and not queue
+
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        ({"request_id": 5}, TypeError),
+        ({"request_id": "a", "priority": 1.5}, TypeError),
+        ({"request_id": "a", "arrival_time": "now"}, TypeError),
+        ({"request_id": "a", "arrival_time": float("nan")}, ValueError),
+        ({"request_id": "a", "n": 0}, ValueError),
+        ({"request_id": "a", "n": "2"}, ValueError),
+        ({"request_id": "a", "num_prompt_tokens": -1}, ValueError),
+        ({"request_id": "a", "status": 99}, ValueError),
+    ],
+)
+def test_request_constructor_rejects_bad_fields(kwargs: dict[str, Any], error: type) -> None:
+    """RQ-REQ-4: with contracts on; the -O test below covers them off."""
+    with pytest.raises(error, match="RQ-REQ-4|RQ-REQ-3|RequestStatus"):
+        Request(**kwargs)
+
+
+def test_request_constructor_checks_hold_with_contracts_off() -> None:
+    """RQ-REQ-4 under `python -O`."""
+    program = """
+from queueref import Request
+assert not __debug__
+for kwargs, error in [({"request_id": 5}, TypeError), ({"request_id": "a", "n": 0}, ValueError),
+                      ({"request_id": "a", "num_prompt_tokens": -1}, ValueError)]:
+    try:
+        Request(**kwargs)
+    except error:
+        continue
+    raise SystemExit(f"accepted {kwargs}")
+print("ok")
+"""
+    done = subprocess.run(
+        [sys.executable, "-O", "-c", program], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

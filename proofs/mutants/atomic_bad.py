@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import icontract
+
 from queueref.models.protocol import admits_check_then_write
 from queueref.models.inductive import (
     ATOMIC_CHECK,
@@ -81,10 +82,6 @@ def _step_async_gap(
     lambda M, W, result: atomic_invariant(1, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(1, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def atomic_n1_init(
     M: int, W: int,
 ) -> tuple[Any, ...]:
@@ -97,10 +94,6 @@ def atomic_n1_init(
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(1, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(1, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n1_step(
     M: int, W: int,
@@ -115,13 +108,26 @@ def atomic_n1_step(
 
 
 @icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_1, "OB-ATOMIC-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: atomic_bound(1, M - 1, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def atomic_n1_bound(
+    M: int, W: int,
+    c0: int,
+    p0: int,
+) -> tuple[Any, ...]:
+    """MUTANT of atomic_n1_bound: claims the bound of a cap one lower, which the invariant must
+    not imply.
+    """
+    return pack_state(NAMES_1, locals())
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(2, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n2_init(
     M: int, W: int,
@@ -135,10 +141,6 @@ def atomic_n2_init(
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(2, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n2_step(
     M: int, W: int,
@@ -154,13 +156,27 @@ def atomic_n2_step(
 
 
 @icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_2, "OB-ATOMIC-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: atomic_bound(2, M - 1, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def atomic_n2_bound(
+    M: int, W: int,
+    c0: int,
+    c1: int,
+    p0: int, p1: int,
+) -> tuple[Any, ...]:
+    """MUTANT of atomic_n2_bound: claims the bound of a cap one lower, which the invariant must
+    not imply.
+    """
+    return pack_state(NAMES_2, locals())
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(3, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n3_init(
     M: int, W: int,
@@ -174,10 +190,6 @@ def atomic_n3_init(
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(3, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n3_step(
     M: int, W: int,
@@ -194,13 +206,28 @@ def atomic_n3_step(
 
 
 @icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_3, "OB-ATOMIC-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: atomic_bound(3, M - 1, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def atomic_n3_bound(
+    M: int, W: int,
+    c0: int,
+    c1: int,
+    c2: int,
+    p0: int, p1: int, p2: int,
+) -> tuple[Any, ...]:
+    """MUTANT of atomic_n3_bound: claims the bound of a cap one lower, which the invariant must
+    not imply.
+    """
+    return pack_state(NAMES_3, locals())
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(4, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n4_init(
     M: int, W: int,
@@ -214,10 +241,6 @@ def atomic_n4_init(
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(4, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n4_step(
     M: int, W: int,
@@ -235,13 +258,29 @@ def atomic_n4_step(
 
 
 @icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_4, "OB-ATOMIC-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: atomic_bound(4, M - 1, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def atomic_n4_bound(
+    M: int, W: int,
+    c0: int,
+    c1: int,
+    c2: int,
+    c3: int,
+    p0: int, p1: int, p2: int, p3: int,
+) -> tuple[Any, ...]:
+    """MUTANT of atomic_n4_bound: claims the bound of a cap one lower, which the invariant must
+    not imply.
+    """
+    return pack_state(NAMES_4, locals())
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(5, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(5, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n5_init(
     M: int, W: int,
@@ -255,10 +294,6 @@ def atomic_n5_init(
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(5, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(5, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n5_step(
     M: int, W: int,
@@ -277,13 +312,30 @@ def atomic_n5_step(
 
 
 @icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_5, "OB-ATOMIC-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: atomic_bound(5, M - 1, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def atomic_n5_bound(
+    M: int, W: int,
+    c0: int,
+    c1: int,
+    c2: int,
+    c3: int,
+    c4: int,
+    p0: int, p1: int, p2: int, p3: int, p4: int,
+) -> tuple[Any, ...]:
+    """MUTANT of atomic_n5_bound: claims the bound of a cap one lower, which the invariant must
+    not imply.
+    """
+    return pack_state(NAMES_5, locals())
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(6, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(6, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n6_init(
     M: int, W: int,
@@ -297,10 +349,6 @@ def atomic_n6_init(
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(6, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(6, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n6_step(
     M: int, W: int,
@@ -320,13 +368,31 @@ def atomic_n6_step(
 
 
 @icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_6, "OB-ATOMIC-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: atomic_bound(6, M - 1, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def atomic_n6_bound(
+    M: int, W: int,
+    c0: int,
+    c1: int,
+    c2: int,
+    c3: int,
+    c4: int,
+    c5: int,
+    p0: int, p1: int, p2: int, p3: int, p4: int, p5: int,
+) -> tuple[Any, ...]:
+    """MUTANT of atomic_n6_bound: claims the bound of a cap one lower, which the invariant must
+    not imply.
+    """
+    return pack_state(NAMES_6, locals())
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(7, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(7, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n7_init(
     M: int, W: int,
@@ -340,10 +406,6 @@ def atomic_n7_init(
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(7, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(7, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n7_step(
     M: int, W: int,
@@ -364,13 +426,32 @@ def atomic_n7_step(
 
 
 @icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_7, "OB-ATOMIC-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: atomic_bound(7, M - 1, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def atomic_n7_bound(
+    M: int, W: int,
+    c0: int,
+    c1: int,
+    c2: int,
+    c3: int,
+    c4: int,
+    c5: int,
+    c6: int,
+    p0: int, p1: int, p2: int, p3: int, p4: int, p5: int, p6: int,
+) -> tuple[Any, ...]:
+    """MUTANT of atomic_n7_bound: claims the bound of a cap one lower, which the invariant must
+    not imply.
+    """
+    return pack_state(NAMES_7, locals())
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(8, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(8, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n8_init(
     M: int, W: int,
@@ -384,10 +465,6 @@ def atomic_n8_init(
 @icontract.ensure(
     lambda M, W, result: atomic_invariant(8, M, W, result),
     "OB-ATOMIC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: atomic_bound(8, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def atomic_n8_step(
     M: int, W: int,
@@ -406,3 +483,27 @@ def atomic_n8_step(
     (an await between check and record, OB-BROKEN-1).
     """
     return _step_async_gap(8, M, W, pack_state(NAMES_8, locals()), action, server, n)
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-ATOMIC-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_8, "OB-ATOMIC-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: atomic_bound(8, M - 1, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def atomic_n8_bound(
+    M: int, W: int,
+    c0: int,
+    c1: int,
+    c2: int,
+    c3: int,
+    c4: int,
+    c5: int,
+    c6: int,
+    c7: int,
+    p0: int, p1: int, p2: int, p3: int, p4: int, p5: int, p6: int, p7: int,
+) -> tuple[Any, ...]:
+    """MUTANT of atomic_n8_bound: claims the bound of a cap one lower, which the invariant must
+    not imply.
+    """
+    return pack_state(NAMES_8, locals())

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import icontract
+
 from queueref.models.protocol import admits_check_then_write
 from queueref.models.inductive import (
     FineState,
@@ -77,10 +78,6 @@ def _decide_forgetting_n(servers: int, cap: int, values: Any, p: int) -> tuple[A
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n2_init(
     M: int, W: int,
 ) -> tuple[Any, ...]:
@@ -97,10 +94,6 @@ def fine_n2_init(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n2_start_0(
     M: int, W: int,
@@ -131,10 +124,6 @@ def fine_n2_start_0(
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n2_read_0_0(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -163,10 +152,6 @@ def fine_n2_read_0_0(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n2_read_0_1(
     M: int, W: int,
@@ -197,10 +182,6 @@ def fine_n2_read_0_1(
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n2_decide_0(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -229,10 +210,6 @@ def fine_n2_decide_0(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n2_finish_0(
     M: int, W: int,
@@ -263,10 +240,6 @@ def fine_n2_finish_0(
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n2_start_1(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -295,10 +268,6 @@ def fine_n2_start_1(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n2_read_1_0(
     M: int, W: int,
@@ -329,10 +298,6 @@ def fine_n2_read_1_0(
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n2_read_1_1(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -361,10 +326,6 @@ def fine_n2_read_1_1(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n2_decide_1(
     M: int, W: int,
@@ -395,10 +356,6 @@ def fine_n2_decide_1(
     lambda M, W, result: fine_invariant(2, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(2, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n2_finish_1(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -416,3 +373,30 @@ def fine_n2_finish_1(
 ) -> tuple[Any, ...]:
     """MUTANT of fine_n2_finish_1: the finish is recorded in the next server's slot."""
     return fine_finish(2, pack_state(NAMES_2, locals()), 0)
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-FINE-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_2, "OB-FINE-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: fine_bound(2, M - 1, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def fine_n2_bound(
+    M: int, W: int,
+    G: int, RL: int, L: int,
+    ld0: int, ld1: int,
+    al0: int, al1: int,
+    sl0: int, sl1: int,
+    c0: int, b0: int, n0: int, k0: int, v0: int, rk0: int,
+    r0_0: int, r0_1: int,
+    a0_0: int, a0_1: int,
+    s0_0: int, s0_1: int,
+    c1: int, b1: int, n1: int, k1: int, v1: int, rk1: int,
+    r1_0: int, r1_1: int,
+    a1_0: int, a1_1: int,
+    s1_0: int, s1_1: int,
+) -> tuple[Any, ...]:
+    """MUTANT of fine_n2_bound: claims the bound of a cap one lower, which the invariant must
+    not imply.
+    """
+    return pack_state(NAMES_2, locals())

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import icontract
+
 from queueref.models.protocol import admits_check_then_write
 from queueref.models.inductive import (
     FineState,
@@ -77,10 +78,6 @@ def _decide_forgetting_n(servers: int, cap: int, values: Any, p: int) -> tuple[A
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n3_init(
     M: int, W: int,
 ) -> tuple[Any, ...]:
@@ -97,10 +94,6 @@ def fine_n3_init(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n3_start_0(
     M: int, W: int,
@@ -135,10 +128,6 @@ def fine_n3_start_0(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n3_read_0_0(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -171,10 +160,6 @@ def fine_n3_read_0_0(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n3_read_0_1(
     M: int, W: int,
@@ -209,10 +194,6 @@ def fine_n3_read_0_1(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n3_read_0_2(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -245,10 +226,6 @@ def fine_n3_read_0_2(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n3_decide_0(
     M: int, W: int,
@@ -283,10 +260,6 @@ def fine_n3_decide_0(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n3_finish_0(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -319,10 +292,6 @@ def fine_n3_finish_0(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n3_start_1(
     M: int, W: int,
@@ -357,10 +326,6 @@ def fine_n3_start_1(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n3_read_1_0(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -393,10 +358,6 @@ def fine_n3_read_1_0(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n3_read_1_1(
     M: int, W: int,
@@ -431,10 +392,6 @@ def fine_n3_read_1_1(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n3_read_1_2(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -467,10 +424,6 @@ def fine_n3_read_1_2(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n3_decide_1(
     M: int, W: int,
@@ -505,10 +458,6 @@ def fine_n3_decide_1(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n3_finish_1(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -541,10 +490,6 @@ def fine_n3_finish_1(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n3_start_2(
     M: int, W: int,
@@ -579,10 +524,6 @@ def fine_n3_start_2(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n3_read_2_0(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -615,10 +556,6 @@ def fine_n3_read_2_0(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n3_read_2_1(
     M: int, W: int,
@@ -653,10 +590,6 @@ def fine_n3_read_2_1(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n3_read_2_2(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -689,10 +622,6 @@ def fine_n3_read_2_2(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n3_decide_2(
     M: int, W: int,
@@ -727,10 +656,6 @@ def fine_n3_decide_2(
     lambda M, W, result: fine_invariant(3, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(3, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n3_finish_2(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -752,3 +677,34 @@ def fine_n3_finish_2(
 ) -> tuple[Any, ...]:
     """MUTANT of fine_n3_finish_2: the finish is recorded in the next server's slot."""
     return fine_finish(3, pack_state(NAMES_3, locals()), 0)
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-FINE-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_3, "OB-FINE-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: fine_bound(3, M - 1, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def fine_n3_bound(
+    M: int, W: int,
+    G: int, RL: int, L: int,
+    ld0: int, ld1: int, ld2: int,
+    al0: int, al1: int, al2: int,
+    sl0: int, sl1: int, sl2: int,
+    c0: int, b0: int, n0: int, k0: int, v0: int, rk0: int,
+    r0_0: int, r0_1: int, r0_2: int,
+    a0_0: int, a0_1: int, a0_2: int,
+    s0_0: int, s0_1: int, s0_2: int,
+    c1: int, b1: int, n1: int, k1: int, v1: int, rk1: int,
+    r1_0: int, r1_1: int, r1_2: int,
+    a1_0: int, a1_1: int, a1_2: int,
+    s1_0: int, s1_1: int, s1_2: int,
+    c2: int, b2: int, n2: int, k2: int, v2: int, rk2: int,
+    r2_0: int, r2_1: int, r2_2: int,
+    a2_0: int, a2_1: int, a2_2: int,
+    s2_0: int, s2_1: int, s2_2: int,
+) -> tuple[Any, ...]:
+    """MUTANT of fine_n3_bound: claims the bound of a cap one lower, which the invariant must
+    not imply.
+    """
+    return pack_state(NAMES_3, locals())

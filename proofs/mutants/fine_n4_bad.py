@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import icontract
+
 from queueref.models.protocol import admits_check_then_write
 from queueref.models.inductive import (
     FineState,
@@ -77,10 +78,6 @@ def _decide_forgetting_n(servers: int, cap: int, values: Any, p: int) -> tuple[A
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_init(
     M: int, W: int,
 ) -> tuple[Any, ...]:
@@ -97,10 +94,6 @@ def fine_n4_init(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_start_0(
     M: int, W: int,
@@ -139,10 +132,6 @@ def fine_n4_start_0(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_read_0_0(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -179,10 +168,6 @@ def fine_n4_read_0_0(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_read_0_1(
     M: int, W: int,
@@ -221,10 +206,6 @@ def fine_n4_read_0_1(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_read_0_2(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -261,10 +242,6 @@ def fine_n4_read_0_2(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_read_0_3(
     M: int, W: int,
@@ -303,10 +280,6 @@ def fine_n4_read_0_3(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_decide_0(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -343,10 +316,6 @@ def fine_n4_decide_0(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_finish_0(
     M: int, W: int,
@@ -385,10 +354,6 @@ def fine_n4_finish_0(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_start_1(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -425,10 +390,6 @@ def fine_n4_start_1(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_read_1_0(
     M: int, W: int,
@@ -467,10 +428,6 @@ def fine_n4_read_1_0(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_read_1_1(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -507,10 +464,6 @@ def fine_n4_read_1_1(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_read_1_2(
     M: int, W: int,
@@ -549,10 +502,6 @@ def fine_n4_read_1_2(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_read_1_3(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -589,10 +538,6 @@ def fine_n4_read_1_3(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_decide_1(
     M: int, W: int,
@@ -631,10 +576,6 @@ def fine_n4_decide_1(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_finish_1(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -671,10 +612,6 @@ def fine_n4_finish_1(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_start_2(
     M: int, W: int,
@@ -713,10 +650,6 @@ def fine_n4_start_2(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_read_2_0(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -753,10 +686,6 @@ def fine_n4_read_2_0(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_read_2_1(
     M: int, W: int,
@@ -795,10 +724,6 @@ def fine_n4_read_2_1(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_read_2_2(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -835,10 +760,6 @@ def fine_n4_read_2_2(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_read_2_3(
     M: int, W: int,
@@ -877,10 +798,6 @@ def fine_n4_read_2_3(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_decide_2(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -917,10 +834,6 @@ def fine_n4_decide_2(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_finish_2(
     M: int, W: int,
@@ -959,10 +872,6 @@ def fine_n4_finish_2(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_start_3(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -999,10 +908,6 @@ def fine_n4_start_3(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_read_3_0(
     M: int, W: int,
@@ -1041,10 +946,6 @@ def fine_n4_read_3_0(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_read_3_1(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -1081,10 +982,6 @@ def fine_n4_read_3_1(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_read_3_2(
     M: int, W: int,
@@ -1123,10 +1020,6 @@ def fine_n4_read_3_2(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_read_3_3(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -1163,10 +1056,6 @@ def fine_n4_read_3_3(
 @icontract.ensure(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
 )
 def fine_n4_decide_3(
     M: int, W: int,
@@ -1205,10 +1094,6 @@ def fine_n4_decide_3(
     lambda M, W, result: fine_invariant(4, M, W, result),
     "OB-FINE-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: fine_bound(4, M, W, result),
-    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
-)
 def fine_n4_finish_3(
     M: int, W: int,
     G: int, RL: int, L: int,
@@ -1234,3 +1119,38 @@ def fine_n4_finish_3(
 ) -> tuple[Any, ...]:
     """MUTANT of fine_n4_finish_3: the finish is recorded in the next server's slot."""
     return fine_finish(4, pack_state(NAMES_4, locals()), 0)
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-FINE-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_4, "OB-FINE-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: fine_bound(4, M - 1, W, result),
+    "OB-BOUND-1: the global count is within M + (N-1)*min(M, W)",
+)
+def fine_n4_bound(
+    M: int, W: int,
+    G: int, RL: int, L: int,
+    ld0: int, ld1: int, ld2: int, ld3: int,
+    al0: int, al1: int, al2: int, al3: int,
+    sl0: int, sl1: int, sl2: int, sl3: int,
+    c0: int, b0: int, n0: int, k0: int, v0: int, rk0: int,
+    r0_0: int, r0_1: int, r0_2: int, r0_3: int,
+    a0_0: int, a0_1: int, a0_2: int, a0_3: int,
+    s0_0: int, s0_1: int, s0_2: int, s0_3: int,
+    c1: int, b1: int, n1: int, k1: int, v1: int, rk1: int,
+    r1_0: int, r1_1: int, r1_2: int, r1_3: int,
+    a1_0: int, a1_1: int, a1_2: int, a1_3: int,
+    s1_0: int, s1_1: int, s1_2: int, s1_3: int,
+    c2: int, b2: int, n2: int, k2: int, v2: int, rk2: int,
+    r2_0: int, r2_1: int, r2_2: int, r2_3: int,
+    a2_0: int, a2_1: int, a2_2: int, a2_3: int,
+    s2_0: int, s2_1: int, s2_2: int, s2_3: int,
+    c3: int, b3: int, n3: int, k3: int, v3: int, rk3: int,
+    r3_0: int, r3_1: int, r3_2: int, r3_3: int,
+    a3_0: int, a3_1: int, a3_2: int, a3_3: int,
+    s3_0: int, s3_1: int, s3_2: int, s3_3: int,
+) -> tuple[Any, ...]:
+    """MUTANT of fine_n4_bound: claims the bound of a cap one lower, which the invariant must
+    not imply.
+    """
+    return pack_state(NAMES_4, locals())

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import icontract
+
 from queueref.models.protocol import keeps_reservation
 from queueref.models.inductive import (
     ReserveState,
@@ -73,10 +74,6 @@ def _decide_discounting_own(servers: int, cap: int, values: Any, p: int) -> tupl
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n2_init(
     M: int, W: int,
 ) -> tuple[Any, ...]:
@@ -93,10 +90,6 @@ def wtc_n2_init(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n2_start_0(
     M: int, W: int,
@@ -121,10 +114,6 @@ def wtc_n2_start_0(
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n2_read_0_0(
     M: int, W: int,
     G: int, RL: int,
@@ -147,10 +136,6 @@ def wtc_n2_read_0_0(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n2_read_0_1(
     M: int, W: int,
@@ -175,10 +160,6 @@ def wtc_n2_read_0_1(
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n2_decide_0(
     M: int, W: int,
     G: int, RL: int,
@@ -201,10 +182,6 @@ def wtc_n2_decide_0(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n2_finish_0(
     M: int, W: int,
@@ -229,10 +206,6 @@ def wtc_n2_finish_0(
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n2_start_1(
     M: int, W: int,
     G: int, RL: int,
@@ -255,10 +228,6 @@ def wtc_n2_start_1(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n2_read_1_0(
     M: int, W: int,
@@ -283,10 +252,6 @@ def wtc_n2_read_1_0(
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n2_read_1_1(
     M: int, W: int,
     G: int, RL: int,
@@ -309,10 +274,6 @@ def wtc_n2_read_1_1(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n2_decide_1(
     M: int, W: int,
@@ -337,10 +298,6 @@ def wtc_n2_decide_1(
     lambda M, W, result: reserve_invariant(2, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(2, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n2_finish_1(
     M: int, W: int,
     G: int, RL: int,
@@ -352,3 +309,24 @@ def wtc_n2_finish_1(
 ) -> tuple[Any, ...]:
     """MUTANT of wtc_n2_finish_1: the finish is recorded in the next server's slot."""
     return reserve_finish(2, pack_state(NAMES_2, locals()), 0)
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-WTC-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_2, "OB-WTC-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: reserve_hard_cap(2, M - 1, result),
+    "OB-WTC-1: the admitted global count is at most M",
+)
+def wtc_n2_bound(
+    M: int, W: int,
+    G: int, RL: int,
+    ld0: int, ld1: int,
+    c0: int, b0: int, n0: int, k0: int, v0: int, rk0: int,
+    r0_0: int, r0_1: int,
+    c1: int, b1: int, n1: int, k1: int, v1: int, rk1: int,
+    r1_0: int, r1_1: int,
+) -> tuple[Any, ...]:
+    """MUTANT of wtc_n2_bound: claims the bound of a cap one lower, which the invariant must
+    not imply.
+    """
+    return pack_state(NAMES_2, locals())

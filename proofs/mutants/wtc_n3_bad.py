@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import icontract
+
 from queueref.models.protocol import keeps_reservation
 from queueref.models.inductive import (
     ReserveState,
@@ -73,10 +74,6 @@ def _decide_discounting_own(servers: int, cap: int, values: Any, p: int) -> tupl
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n3_init(
     M: int, W: int,
 ) -> tuple[Any, ...]:
@@ -93,10 +90,6 @@ def wtc_n3_init(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n3_start_0(
     M: int, W: int,
@@ -123,10 +116,6 @@ def wtc_n3_start_0(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n3_read_0_0(
     M: int, W: int,
     G: int, RL: int,
@@ -151,10 +140,6 @@ def wtc_n3_read_0_0(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n3_read_0_1(
     M: int, W: int,
@@ -181,10 +166,6 @@ def wtc_n3_read_0_1(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n3_read_0_2(
     M: int, W: int,
     G: int, RL: int,
@@ -209,10 +190,6 @@ def wtc_n3_read_0_2(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n3_decide_0(
     M: int, W: int,
@@ -239,10 +216,6 @@ def wtc_n3_decide_0(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n3_finish_0(
     M: int, W: int,
     G: int, RL: int,
@@ -267,10 +240,6 @@ def wtc_n3_finish_0(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n3_start_1(
     M: int, W: int,
@@ -297,10 +266,6 @@ def wtc_n3_start_1(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n3_read_1_0(
     M: int, W: int,
     G: int, RL: int,
@@ -325,10 +290,6 @@ def wtc_n3_read_1_0(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n3_read_1_1(
     M: int, W: int,
@@ -355,10 +316,6 @@ def wtc_n3_read_1_1(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n3_read_1_2(
     M: int, W: int,
     G: int, RL: int,
@@ -383,10 +340,6 @@ def wtc_n3_read_1_2(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n3_decide_1(
     M: int, W: int,
@@ -413,10 +366,6 @@ def wtc_n3_decide_1(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n3_finish_1(
     M: int, W: int,
     G: int, RL: int,
@@ -441,10 +390,6 @@ def wtc_n3_finish_1(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n3_start_2(
     M: int, W: int,
@@ -471,10 +416,6 @@ def wtc_n3_start_2(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n3_read_2_0(
     M: int, W: int,
     G: int, RL: int,
@@ -499,10 +440,6 @@ def wtc_n3_read_2_0(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n3_read_2_1(
     M: int, W: int,
@@ -529,10 +466,6 @@ def wtc_n3_read_2_1(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n3_read_2_2(
     M: int, W: int,
     G: int, RL: int,
@@ -557,10 +490,6 @@ def wtc_n3_read_2_2(
 @icontract.ensure(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
-)
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
 )
 def wtc_n3_decide_2(
     M: int, W: int,
@@ -587,10 +516,6 @@ def wtc_n3_decide_2(
     lambda M, W, result: reserve_invariant(3, M, W, result),
     "OB-WTC-1: the invariant holds after the step",
 )
-@icontract.ensure(
-    lambda M, W, result: reserve_hard_cap(3, M, result),
-    "OB-WTC-1: the admitted global count is at most M",
-)
 def wtc_n3_finish_2(
     M: int, W: int,
     G: int, RL: int,
@@ -604,3 +529,26 @@ def wtc_n3_finish_2(
 ) -> tuple[Any, ...]:
     """MUTANT of wtc_n3_finish_2: the finish is recorded in the next server's slot."""
     return reserve_finish(3, pack_state(NAMES_3, locals()), 0)
+
+
+@icontract.require(lambda M, W: (M >= 0) & (W >= 1), "OB-WTC-1: cap >= 0, weights >= 1")
+@icontract.require(BEFORE_3, "OB-WTC-1: the invariant holds before the step")
+@icontract.ensure(
+    lambda M, W, result: reserve_hard_cap(3, M - 1, result),
+    "OB-WTC-1: the admitted global count is at most M",
+)
+def wtc_n3_bound(
+    M: int, W: int,
+    G: int, RL: int,
+    ld0: int, ld1: int, ld2: int,
+    c0: int, b0: int, n0: int, k0: int, v0: int, rk0: int,
+    r0_0: int, r0_1: int, r0_2: int,
+    c1: int, b1: int, n1: int, k1: int, v1: int, rk1: int,
+    r1_0: int, r1_1: int, r1_2: int,
+    c2: int, b2: int, n2: int, k2: int, v2: int, rk2: int,
+    r2_0: int, r2_1: int, r2_2: int,
+) -> tuple[Any, ...]:
+    """MUTANT of wtc_n3_bound: claims the bound of a cap one lower, which the invariant must
+    not imply.
+    """
+    return pack_state(NAMES_3, locals())

@@ -260,14 +260,10 @@ class _IndexedQueue(RequestQueue):
     _index: dict[str, Any]
 
     def _require_new(self, request: Any) -> None:
-        # RQ-REQ-3, RQ-ALL-2, RQ-ALL-3: reject before anything changes.
-        try:
-            request.priority, request.arrival_time  # noqa: B018 (the shape check, cheaply)
-            queued = self._index.get(request.request_id)
-        except AttributeError:
-            check_request_shape(request)  # names the missing field
-            raise
-
+        # RQ-REQ-3, RQ-ALL-2, RQ-ALL-3: reject before anything changes, so a
+        # key that cannot be ordered never reaches the heap.
+        check_request_shape(request)
+        queued = self._index.get(request.request_id)
         if queued is request:
             raise ValueError(f"RQ-ALL-2: {request!r} is already in this queue")
         if queued is not None:

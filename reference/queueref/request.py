@@ -71,13 +71,33 @@ class RequestLike(Protocol):
 
 
 def check_request_shape(request: object) -> None:
-    """RQ-REQ-3: raise `TypeError` naming the first missing request field."""
+    """RQ-REQ-3: raise naming the first field a queue cannot use.
+
+    `TypeError` for a missing field or one of the wrong type (`request_id` a
+    str, `priority` an int, `arrival_time` a real number); `ValueError` for a
+    NaN arrival time, which would break the priority order silently.
+    """
     for field in REQUEST_FIELDS:
         if not hasattr(request, field):
             raise TypeError(
                 f"RQ-REQ-3: {type(request).__name__} object is not a request: "
                 f"it has no {field!r} attribute (a request needs {', '.join(REQUEST_FIELDS)})"
             )
+    fields: Any = request
+    for field, kinds, wanted in (
+        ("request_id", (str,), "a str"),
+        ("priority", (int,), "an int"),
+        ("arrival_time", (int, float), "a real number"),
+    ):
+        value = getattr(fields, field)
+        if not isinstance(value, kinds):
+            raise TypeError(f"RQ-REQ-3: {field} must be {wanted}, got {value!r}")
+    if fields.arrival_time != fields.arrival_time:
+        raise ValueError("RQ-REQ-3: arrival_time must not be NaN")
+
+
+def _is_int_at_least(value: object, minimum: int) -> bool:
+    return isinstance(value, int) and value >= minimum
 
 
 def request_key(request: Any) -> RequestKey:
@@ -99,12 +119,19 @@ class Request:
     __slots__ = ("request_id", "priority", "arrival_time", "status", "num_prompt_tokens", "n")
 
     @icontract.require(
-        lambda request_id: isinstance(request_id, str), "RQ-REQ-3: request_id is a str"
+        lambda request_id: isinstance(request_id, str),
+        "RQ-REQ-4: request_id is a str",
+        error=TypeError,
     )
-    @icontract.require(lambda n: n >= 1, "RQ-REQ-3: n (parallel samples) is at least 1")
     @icontract.require(
-        lambda num_prompt_tokens: num_prompt_tokens >= 0,
-        "RQ-REQ-3: num_prompt_tokens is not negative",
+        lambda n: _is_int_at_least(n, 1),
+        "RQ-REQ-4: n (parallel samples) is an int of at least 1",
+        error=ValueError,
+    )
+    @icontract.require(
+        lambda num_prompt_tokens: _is_int_at_least(num_prompt_tokens, 0),
+        "RQ-REQ-4: num_prompt_tokens is an int, not negative",
+        error=ValueError,
     )
     def __init__(
         self,
@@ -118,9 +145,17 @@ class Request:
         self.request_id = request_id
         self.priority = priority
         self.arrival_time = arrival_time
-        self.status = status
+        self.status = RequestStatus(status)
         self.num_prompt_tokens = num_prompt_tokens
         self.n = n
+        # RQ-REQ-4: the same checks hold under `python -O`, where contracts are off.
+        check_request_shape(self)
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"RQ-REQ-4: n must be an int of at least 1, got {n!r}")
+        if not isinstance(num_prompt_tokens, int) or num_prompt_tokens < 0:
+            raise ValueError(
+                f"RQ-REQ-4: num_prompt_tokens must be an int >= 0, got {num_prompt_tokens!r}"
+            )
 
     def __lt__(self, other: Request) -> bool:
         """RQ-REQ-1: order by `(priority, arrival_time, request_id)`."""

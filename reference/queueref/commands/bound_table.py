@@ -93,8 +93,10 @@ def witness_json(protocol: str, exploration: Exploration, steps: Sequence[Step])
     model = make_model(protocol, exploration.servers, exploration.cap, exploration.weight)
     states = replay(model, steps)
     out: list[object] = []
-    for step, state in zip(steps, states[1:], strict=True):
+    for step, before, state in zip(steps, states, states[1:], strict=False):
         entry: dict[str, object] = dict(step.to_json())
+        if step.action in ("read", "reject"):
+            entry["value"] = model.slots(before)[step.arg]
         entry["slots"] = list(model.slots(state))
         entry["total"] = model.total(state)
         out.append(entry)
@@ -166,11 +168,16 @@ def _print_table(protocol: str, rows: list[dict[str, object]], witness: bool) ->
                 print(f"    {title} (N={row['servers']}, M={row['cap']}, W={row['weight']}):")
                 for i, entry in enumerate(steps, 1):
                     assert isinstance(entry, dict)
-                    step = Step.from_json(entry)
-                    print(f"      {i:3}. {step.describe():<62} slots {entry['slots']}")
+                    text = Step.from_json(entry).describe()
+                    if "value" in entry:
+                        text = text.replace(
+                            f"slot {entry['slot']}", f"slot {entry['slot']} (= {entry['value']})", 1
+                        )
+                    print(f"      {i:3}. {text:<48} slots {entry['slots']}")
 
 
 def run(args: argparse.Namespace) -> int:
+    """OB-TABLE-2: print the rows; exit 0, 1 (a row over its bound) or 2 (bad arguments)."""
     try:
         rows = _rows(args)
     except UsageError as error:

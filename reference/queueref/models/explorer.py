@@ -76,7 +76,8 @@ class Step:
 
     `action` is one of start, read, reject, admit, keep, rollback, finish, crash, reap.
     `arg` is the weight n for start, the slot read for read and reject, else 0.
-    `check` tells apart the overlapping checks of one server (async-gap variant only).
+    `check` tells apart the overlapping checks of one server (async-gap variant only): its
+    position among that server's checks, which the search keeps sorted.
     """
 
     action: str
@@ -164,7 +165,11 @@ def _reader_codes(
 
 
 class CheckThenWrite(Model):
-    """vLLM's protocol, fine-grained: state = slots + one reader code per server."""
+    """OB-MODEL-1: vLLM's protocol, fine-grained: state = slots + one reader code per server.
+
+    Reads use `protocol.accumulate`, decisions `protocol.admits_check_then_write`, like
+    `AdmissionController` and the proof kernels (OB-ONE-1).
+    """
 
     def __init__(self, servers: int, cap: int, weight: int, *, finishes: bool = True) -> None:
         self.servers, self.cap, self.weight = servers, cap, weight
@@ -219,7 +224,8 @@ class CheckThenWrite(Model):
 
 
 class WriteThenCheck(Model):
-    """queueref's reserve mode: state = slots (reservations included) + reader codes.
+    """OB-MODEL-1, OB-ONE-1: queueref's reserve mode: state = slots (reservations included)
+    + reader codes, deciding with `protocol.keeps_reservation`.
 
     A reader code is (n, k, v); once the decision is known (every slot read, or the view
     already over the cap) k = N and v is 0 for keep, M + 1 for rollback.
@@ -255,10 +261,10 @@ class WriteThenCheck(Model):
             code = state[N + p]
             n, k, v = self.dec[code]
             if code == 0:
-                for n in self.weights:
+                for weight in self.weights:
                     # The reservation goes into the own slot before the first read.
-                    nxt = _set2(state, p, state[p] + n, N + p, self.enc[(n, 0, 0)])
-                    out.append((("start", p, n, 0), nxt))
+                    nxt = _set2(state, p, state[p] + weight, N + p, self.enc[(weight, 0, 0)])
+                    out.append((("start", p, weight, 0), nxt))
             elif k < N:
                 new = self.after_read(n, k, accumulate(v, state[k]))
                 out.append((("read", p, k, 0), _set(state, N + p, new)))
@@ -266,7 +272,7 @@ class WriteThenCheck(Model):
                 out.append((("keep", p, 0, 0), _set(state, N + p, 0)))
             else:
                 out.append((("rollback", p, 0, 0), _set2(state, p, state[p] - n, N + p, 0)))
-            if self.finishes and state[p] - n > 0:
+            if self.finishes and state[p] - n > 0:  # n: the reservation in progress, or 0
                 out.append((("finish", p, 0, 0), _set(state, p, state[p] - 1)))
         return out
 
@@ -385,7 +391,8 @@ class Crash(Model):
 
     Its requests die with it (they are no longer running), but every other server still
     reads its slot: the cap shrinks by that value, forever. With `reap=True` the fix is
-    modelled: whoever detects the death resets the dead server's slot to 0 (`reap`).
+    modelled: whoever detects the death resets the dead server's slot to 0 (`reap`,
+    OB-BROKEN-4).
     State: slots + reader codes + a bit mask of dead servers. The count that matters is
     the running one: the slots of live servers.
     """
@@ -589,12 +596,14 @@ def explore(
     spurious: bool = True,
     max_states: int | None = None,
 ) -> Exploration:
-    """OB-TABLE-1: the exact worst case of `protocol` at (N, M, W), by exhaustive search.
+    """OB-TABLE-1: the exact worst case of `protocol` at (N, M, W), by exhaustive search,
+    and (with `witness=True`) a shortest interleaving that reaches it (OB-BOUND-2).
 
     check-then-write: `worst_total` is the largest global count, `bound` is
     M + (N-1)*min(M, W) (OB-BOUND-1). write-then-check: `worst_total` is the largest
-    admitted count, `bound` is M (OB-WTC-1); `extra` adds `worst_slot_total` (reservations
-    included) and, unless `spurious=False`, `spurious_rejection` (OB-WTC-3).
+    admitted count, `bound` is M (OB-WTC-1, reached: OB-WTC-2); `extra` adds
+    `worst_slot_total` (reservations included) and, unless `spurious=False`,
+    `spurious_rejection` (OB-WTC-3).
     """
     if servers < 1 or cap < 0 or weight < 1:
         raise ValueError("need servers >= 1, cap >= 0, weight >= 1")
@@ -664,8 +673,9 @@ class Leak:
 
 
 def capacity_leak(servers: int, cap: int, weight: int, *, reap: bool) -> Leak | None:
-    """A reachable state of the crash model where no live server has a request, some
-    server is alive, and no admission is reachable any more; None if there is none.
+    """OB-BROKEN-3, OB-BROKEN-4: a reachable state of the crash model where no live server
+    has a request, some server is alive, and no admission is reachable any more; None if
+    there is none (as with `reap=True`, the fix).
 
     Computed backwards: the states from which an admission is reachable are the
     closure of those where one is enabled under the reversed transitions.

@@ -35,7 +35,7 @@ state forgets. They are kept in ghost variables that no step reads to decide any
   values it read (`ld`) and its credits (`al`, `sl`). Readers that started before the
   leader are *stale*: they can never become leader again.
 
-The paper proof these encode is in `specs/overshoot-bound.md` (OB-PROOF-1, OB-WTC-2).
+The paper proofs these encode are in `specs/overshoot-bound.md` (of OB-BOUND-1 and OB-WTC-1).
 """
 
 from __future__ import annotations
@@ -67,11 +67,6 @@ FINE_CONJUNCTS: tuple[str, ...] = (
 RESERVE_CONJUNCTS: tuple[str, ...] = ("type", "rank", "view", "lead", "reader")
 
 IDLE_RANK = -1
-
-
-def overshoot_bound(servers: int, cap: int, weight: int) -> int:
-    """OB-BOUND-1: the largest global count check-then-write admission can reach."""
-    return cap + (servers - 1) * min(cap, weight)
 
 
 def _within_bound(servers: int, cap: int, weight: int, total: Any) -> Flag:
@@ -275,7 +270,8 @@ def fine_invariant(
 ) -> Flag:
     """OB-FINE-1: the inductive invariant of fine-grained check-then-write.
 
-    Conjuncts (names for `drop`, which leaves them out to show each one is needed):
+    Conjuncts (names for `drop`, which leaves them out to show each one is needed,
+    OB-FINE-2):
 
     - type: slots >= 0; a check in progress has 1 <= n <= min(W, M), 0 <= k <= N.
     - rank: G >= 0; ranks of checks in progress are distinct, < G and != RL.
@@ -399,7 +395,8 @@ def fine_start(servers: int, cap: int, values: Sequence[Any], p: int, n: Any) ->
 
 
 def fine_read(servers: int, values: Sequence[Any], p: int, j: int) -> tuple[Any, ...]:
-    """Server p reads slot j (its next one) and adds it to its view (`protocol.accumulate`).
+    """OB-MODEL-1, OB-ONE-1: server p reads slot j (its next one) and adds it to its view
+    (`protocol.accumulate`).
 
     Ghost: p notes the value, and if server j has a check in progress, that check's weight
     as a credit and its rank.
@@ -418,8 +415,9 @@ def fine_read(servers: int, values: Sequence[Any], p: int, j: int) -> tuple[Any,
 
 
 def fine_decide(servers: int, cap: int, values: Sequence[Any], p: int) -> tuple[Any, ...]:
-    """Server p has read every slot: admit iff `protocol.admits_check_then_write`, and if
-    so write its slot. An admitted check that started after the leader becomes the leader."""
+    """OB-MODEL-1, OB-ONE-1: server p has read every slot: admit iff
+    `protocol.admits_check_then_write`, and if so write its slot. An admitted check that
+    started after the leader becomes the leader."""
     st = FineState(servers, values)
     if admits_check_then_write(st.v[p], st.n[p], cap):
         st.c[p] = st.c[p] + st.n[p]
@@ -525,7 +523,7 @@ def reserve_invariant(
     values: Sequence[Any],
     drop: Sequence[str] = (),
 ) -> Flag:
-    """OB-WTC-1: the inductive invariant of write-then-check.
+    """OB-WTC-1: the inductive invariant of write-then-check (its conjuncts: OB-FINE-2).
 
     - type: a slot holds at least its own reservation; idle servers have n = 0; a check in
       progress has 1 <= n <= W and 0 <= k <= N.
@@ -607,8 +605,8 @@ def reserve_read(servers: int, values: Sequence[Any], p: int, j: int) -> tuple[A
 
 
 def reserve_decide(servers: int, cap: int, values: Sequence[Any], p: int) -> tuple[Any, ...]:
-    """Server p has read every slot: keep iff `protocol.keeps_reservation`, else roll back.
-    A kept check that started after the leader becomes the leader."""
+    """OB-ONE-1: server p has read every slot: keep iff `protocol.keeps_reservation`, else
+    roll back. A kept check that started after the leader becomes the leader."""
     st = ReserveState(servers, values)
     if keeps_reservation(st.v[p], cap):
         if st.rank[p] > st.RL:
