@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 test: setup
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
 
 lint: setup
 	$(BIN)/ruff check reference tests proofs tools

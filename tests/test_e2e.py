@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -24,7 +26,8 @@ from queueref.http_server import HttpServers, pids_alive, port_is_free
 from queueref.loadgen import run_builtin
 from queueref.oracle.trace_check import check_admission_trace
 
-pytestmark = [pytest.mark.e2e, pytest.mark.multiprocess]
+# One xdist group: the process-heavy tests share a worker instead of competing for the cores.
+pytestmark = [pytest.mark.e2e, pytest.mark.multiprocess, pytest.mark.xdist_group("processes")]
 
 N, CAP, CLIENTS, SECONDS, SERVICE_MS = 4, 10, 80, 2.0, 150.0
 HOST = "127.0.0.1"
@@ -104,10 +107,18 @@ def test_table_and_plot(results: dict[str, ModeResult], tmp_path: Path) -> None:
     table = format_table(list(results.values()))
     for mode, bound in (("local", 40), ("shared", 13), ("reserve", 10)):
         assert f"| {mode} | {results[mode].max_in_flight} | {bound} |" in table
-    pytest.importorskip("matplotlib")
     target = tmp_path / "plot.png"
     assert plot(list(results.values()), target)
     assert target.stat().st_size > 0
+
+
+def read_line_within(stream: IO[str], seconds: float) -> str:
+    """One line from a child's stdout, or a failure after `seconds` (never a hung suite)."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(stream, selectors.EVENT_READ)
+        if not selector.select(timeout=seconds):
+            raise AssertionError(f"nothing printed within {seconds} s")
+    return stream.readline()
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -139,7 +150,7 @@ def test_serve_command_metrics_trace_and_sigterm(tmp_path: Path) -> None:
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
-        banner = process.stdout.readline()
+        banner = read_line_within(process.stdout, seconds=60)
         assert "http://127.0.0.1:" in banner, banner + (
             process.stderr.read() if process.stderr else ""
         )

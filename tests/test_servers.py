@@ -24,7 +24,7 @@ from queueref.servers import (
     run_stress,
 )
 
-pytestmark = pytest.mark.multiprocess
+pytestmark = [pytest.mark.multiprocess, pytest.mark.xdist_group("processes")]
 
 SPAWN = multiprocessing.get_context("spawn")
 

@@ -219,3 +219,17 @@ def test_invariant_has_teeth() -> None:
     tracker._queued_tokens = 11  # deliberately corrupt the cache
     with pytest.raises(icontract.ViolationError, match="ADM-TRK-6"):
         tracker.get_num_unfinished_requests()
+
+
+def test_abort_with_a_bad_id_changes_nothing() -> None:
+    """ADM-TRK-2: every id is checked before any request is dropped; the slot stays true."""
+    from queueref import RequestTracker, SharedAdmissionStats
+
+    counters = [0] * SharedAdmissionStats.num_counters(2)
+    tracker = RequestTracker(SharedAdmissionStats(counters, 2, 0))
+    tracker.add("a")
+    tracker.add("b")
+    with pytest.raises(TypeError, match="ADM-TRK-2"):
+        tracker.abort(["a", ["x"]])  # type: ignore[list-item]
+    assert tracker.get_num_unfinished_requests() == 2
+    assert counters[0] == 2

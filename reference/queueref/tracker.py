@@ -110,7 +110,7 @@ class RequestTracker:
     def __init__(self, shared_stats: SharedAdmissionStats | None = None) -> None:
         self._stats = shared_stats
         self._states: dict[str, _RequestState] = {}
-        self._parents: dict[str, set[str]] = {}
+        self._parents: dict[str, dict[str, None]] = {}  # parent -> live children, ordered
         self._queued_tokens = 0
         self._reserved = 0
 
@@ -143,7 +143,8 @@ class RequestTracker:
     def children_of(self, request_id: str) -> list[str]:
         """The internal ids an abort of `request_id` would end (ADM-TRK-2)."""
         if request_id in self._parents:
-            return [rid for rid in self._states if rid in self._parents[request_id]]
+            # O(k): the parent's live children, in registration order.
+            return list(self._parents[request_id])
         if request_id in self._states:
             return [request_id]
         return []
@@ -205,7 +206,7 @@ class RequestTracker:
         for rid in ids:
             self._states[rid] = _RequestState(parent_id, num_prompt_tokens)
         if parent_id is not None:
-            self._parents[parent_id] = set(ids)
+            self._parents[parent_id] = dict.fromkeys(ids)
         self._queued_tokens += n * num_prompt_tokens
         # ADM-TRK-7: the reservation of a write-then-check admission becomes the real count.
         self._reserved -= min(self._reserved, n)
@@ -219,7 +220,7 @@ class RequestTracker:
             self._queued_tokens -= state.num_prompt_tokens
         if state.parent_id is not None:
             children = self._parents[state.parent_id]
-            children.discard(request_id)
+            children.pop(request_id, None)
             if not children:
                 del self._parents[state.parent_id]
 
@@ -243,6 +244,9 @@ class RequestTracker:
         refreshes the slot (ADM-TRK-5), even when nothing was aborted.
         """
         wanted = [request_ids] if isinstance(request_ids, str) else list(request_ids)
+        for request_id in wanted:  # validate all first: a bad id must change nothing
+            if not isinstance(request_id, str):
+                raise TypeError(f"ADM-TRK-2: request ids are str, got {request_id!r}")
         aborted: list[str] = []
         for request_id in wanted:
             for rid in self.children_of(request_id):
