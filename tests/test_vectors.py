@@ -32,6 +32,8 @@ NOT_VECTORISED: dict[tuple[str, str], str] = {
     ("RQ", "PRI-6"): "the heap property is internal structure, invisible through the interface",
     ("RQ", "IMPL-1"): "the id index is internal structure, invisible through the interface",
     ("RQ", "COST-1"): "what a contract costs is not an input/output behaviour",
+    ("RQ", "REQ-4"): "the constructor of queueref's own Request class; other languages build"
+    " requests their own way (what a queue demands of one is RQ-REQ-3, which is vectorised)",
     ("ADM", "EV-3"): "when real processes take their timestamps, relative to the slot write",
     ("ADM", "FRONT-1"): "no await between check and registration: coroutine scheduling",
     ("ADM", "FRONT-2"): "all or nothing under failing submissions and cancelled coroutines",
