@@ -64,7 +64,7 @@ def print_report(report: dict[str, Any]) -> None:
     print("\nRequirements (enforced by / tested by / proved by)")
     for req in report["requirements"]:
         print(
-            f"  {req['id']:<16} {len(req['enforced_by']):>3} contract(s)  "
+            f"  {req['id']:<16} {len(req['enforced_by']):>3} in code  "
             f"{len(req['tested_by']):>3} test(s)  {len(req['proved_by']):>3} proof(s)"
         )
         for kind in ("enforced_by", "tested_by", "proved_by"):
