@@ -74,13 +74,18 @@ def print_report(report: dict[str, Any]) -> None:
     print("\nProof obligations (CrossHair)")
     counts: dict[str, int] = {}
     for ob in report["obligations"]:
-        counts[ob["status"]] = counts.get(ob["status"], 0) + 1
+        key = f"expected {ob.get('expect', '?')}, got {ob['status']}"
+        counts[key] = counts.get(key, 0) + 1
         mutant = ob.get("mutant") or {}
         mutant_status = mutant.get("status", "-") if isinstance(mutant, dict) else "-"
         print(
             f"  {ob['name']:<58} {ob['status']:<13} {ob['seconds']:6.1f} s  mutant: {mutant_status}"
         )
-    print("  totals: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    print("  totals: " + "; ".join(f"{k}: {v}" for k, v in sorted(counts.items())))
+    print(
+        "  (confirmed = CrossHair's 'Confirmed over all paths', a proof at that N; the expected"
+        " refutations are the dropped-conjunct and natural-potential mutants)"
+    )
 
     print("\nBound table (exhaustive; worst global count vs the bound)")
     print(f"  {'protocol':<17} {'N':>2} {'M':>2} {'W':>2} {'worst':>5} {'bound':>5} {'states':>9}")
