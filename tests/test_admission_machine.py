@@ -21,6 +21,7 @@ import ctypes
 from typing import Any
 
 import pytest
+from broken_trackers import LazyRefreshTracker
 from hypothesis import HealthCheck, Phase, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -272,23 +273,6 @@ class CrossProcessAdmission(RuleBasedStateMachine):
 
 CrossProcessAdmission.TestCase.settings = settings(deadline=None, stateful_step_count=40)
 TestCrossProcessAdmission = CrossProcessAdmission.TestCase
-
-
-class LazyRefreshTracker(RequestTracker):
-    """Deliberately broken: the slot is refreshed on finish and abort, not on add."""
-
-    _in_add = False
-
-    def add(self, request_id: str, n: int = 1, num_prompt_tokens: int = 1) -> list[str]:
-        self._in_add = True
-        try:
-            return super().add(request_id, n, num_prompt_tokens)
-        finally:
-            self._in_add = False
-
-    def _refresh(self) -> None:
-        if not self._in_add:
-            super()._refresh()
 
 
 class LazyRefreshAdmission(CrossProcessAdmission):

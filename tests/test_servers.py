@@ -13,8 +13,9 @@ import time
 from typing import Any
 
 import pytest
+from broken_trackers import LazyRefreshTracker
 
-from queueref import AdmissionRejected, RequestTracker
+from queueref import AdmissionRejected
 from queueref.servers import (
     ServerGroup,
     ServerSpec,
@@ -64,23 +65,6 @@ def hold_then_crash(spec: ServerSpec) -> None:
     server = spec.build()
     server.admit(f"held-{spec.index}", 2)
     os._exit(3)
-
-
-class LazyRefreshTracker(RequestTracker):
-    """Deliberately broken: refreshes the slot on finish and abort, but not on add."""
-
-    _in_add = False
-
-    def add(self, request_id: str, n: int = 1, num_prompt_tokens: int = 1) -> list[str]:
-        self._in_add = True
-        try:
-            return super().add(request_id, n, num_prompt_tokens)
-        finally:
-            self._in_add = False
-
-    def _refresh(self) -> None:
-        if not self._in_add:
-            super()._refresh()
 
 
 def drain(results: Any, count: int, timeout: float = 30.0) -> list[Any]:

@@ -65,11 +65,6 @@ def overshoot_bound(servers: int, cap: int, weight: int) -> int:
     return cap + (servers - 1) * min(cap, weight)
 
 
-def async_gap_bound(servers: int, cap: int, weight: int, checks_per_server: int) -> int:
-    """OB-BROKEN-1: with K overlapping checks per server, every check is its own server."""
-    return overshoot_bound(servers * checks_per_server, cap, weight)
-
-
 @dataclass(frozen=True)
 class Step:
     """One step of one server, in a form a person (and `replay`) can read.
