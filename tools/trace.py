@@ -66,17 +66,17 @@ def cited_by_definition(path: Path) -> dict[str, set[str]]:
     return found
 
 
-def scan(pattern_dirs: list[tuple[str, str]]) -> dict[str, list[str]]:
+def scan(directory: str, sep: str) -> dict[str, list[str]]:
+    """ID -> `path{sep}qualname` of every definition under `directory` whose source cites it."""
     out: dict[str, list[str]] = defaultdict(list)
-    for directory, sep in pattern_dirs:
-        for path in sorted((ROOT / directory).rglob("*.py")):
-            rel = path.relative_to(ROOT)
-            if "mutants" in rel.parts or "broken" in rel.parts:
-                continue
-            for rid, names in cited_by_definition(path).items():
-                if path.name == "vectors.py" and not rid.startswith("ORC"):
-                    continue  # a vector covering a requirement is not what enforces it
-                out[rid].extend(f"{rel}{sep}{name}" for name in sorted(names))
+    for path in sorted((ROOT / directory).rglob("*.py")):
+        rel = path.relative_to(ROOT)
+        if "mutants" in rel.parts or "broken" in rel.parts:
+            continue
+        for rid, names in cited_by_definition(path).items():
+            if path.name == "vectors.py" and not rid.startswith("ORC"):
+                continue  # a vector covering a requirement is not what enforces it
+            out[rid].extend(f"{rel}{sep}{name}" for name in sorted(names))
     return out
 
 
@@ -98,9 +98,9 @@ def all_citations() -> dict[str, list[str]]:
 
 def main() -> int:
     defined, problems = definitions()
-    enforced = scan([("reference", ":")])
-    tested = scan([("tests", "::")])
-    proved = scan([("proofs", ":")])
+    enforced = scan("reference", ":")
+    tested = scan("tests", "::")
+    proved = scan("proofs", ":")
     for rid, places in sorted(all_citations().items()):
         if rid not in defined:
             problems.append(f"{rid} is cited but not defined in specs/: {', '.join(places[:3])}")

@@ -59,7 +59,10 @@ def print_report(report: dict[str, Any]) -> None:
     print("=" * 78)
     print("\nSteps")
     for step in report["steps"]:
-        print(f"  {step['name']:<18} {step['status']:<6} {step['seconds']:8.1f} s")
+        print(
+            f"  {step['name']:<18} {step['status']:<6} {step['seconds']:8.1f} s"
+            f"  {step.get('checks', '')}"
+        )
 
     print("\nRequirements (enforced by / tested by / proved by)")
     for req in report["requirements"]:
@@ -110,12 +113,12 @@ def main() -> int:
     clock = time.monotonic()
     steps = []
     only = os.environ.get("VERIFY_STEPS")  # e.g. VERIFY_STEPS=lint,trace for a quick run
-    for name, target, _what in STEPS:
+    for name, target, what in STEPS:
         if only and name not in only.split(","):
-            steps.append({"name": name, "status": "skipped", "seconds": 0.0})
+            steps.append({"name": name, "status": "skipped", "seconds": 0.0, "checks": what})
             continue
         status, seconds = run_step(target)
-        steps.append({"name": name, "status": status, "seconds": round(seconds, 1)})
+        steps.append({"name": name, "status": status, "seconds": round(seconds, 1), "checks": what})
     report = {
         "queueref_version": version(),
         "python": platform.python_version(),
