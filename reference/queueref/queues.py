@@ -346,9 +346,12 @@ class FCFSRequestQueue(_IndexedQueue):
         self._items: deque[Any] = deque()
         self._index = {}
         for request in requests:
-            self._require_new(request)
-            self._items.append(request)
-            self._index[request.request_id] = request
+            self._append(request)
+
+    def _append(self, request: Any) -> None:
+        self._require_new(request)
+        self._items.append(request)
+        self._index[request.request_id] = request
 
     @icontract.snapshot(lambda self: _head_or_none(self), name="head")
     @icontract.snapshot(lambda self: _contents(self), name="items")
@@ -363,9 +366,7 @@ class FCFSRequestQueue(_IndexedQueue):
     )
     def add_request(self, request: Any) -> None:
         """RQ-FCFS-1: append at the back."""
-        self._require_new(request)
-        self._items.append(request)
-        self._index[request.request_id] = request
+        self._append(request)
 
     @icontract.snapshot(lambda self: self._items[1] if len(self._items) > 1 else None, name="next")
     @icontract.snapshot(lambda self: _contents(self), name="items")
