@@ -19,8 +19,11 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# Two runs: the in-process tests on every core, then the tests that start real
+# processes and servers one at a time, so they never compete for the cores (or ports).
 test: setup
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not multiprocess and not e2e"
+	$(BIN)/python -m pytest -q -m "multiprocess or e2e" tests
 
 lint: setup
 	$(BIN)/ruff check reference tests proofs tools

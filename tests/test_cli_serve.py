@@ -12,7 +12,7 @@ import pytest
 
 from queueref import cli
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture

@@ -26,8 +26,8 @@ from queueref.http_server import HttpServers, pids_alive, port_is_free
 from queueref.loadgen import run_builtin
 from queueref.oracle.trace_check import check_admission_trace
 
-# One xdist group: the process-heavy tests share a worker instead of competing for the cores.
-pytestmark = [pytest.mark.e2e, pytest.mark.multiprocess, pytest.mark.xdist_group("processes")]
+# `make test` runs these after the others, serially (they start real processes).
+pytestmark = [pytest.mark.e2e, pytest.mark.multiprocess]
 
 N, CAP, CLIENTS, SECONDS, SERVICE_MS = 4, 10, 80, 2.0, 150.0
 HOST = "127.0.0.1"

@@ -25,7 +25,7 @@ from queueref.servers import (
     run_stress,
 )
 
-pytestmark = [pytest.mark.multiprocess, pytest.mark.xdist_group("processes")]
+pytestmark = pytest.mark.multiprocess
 
 SPAWN = multiprocessing.get_context("spawn")
 
