@@ -25,6 +25,8 @@ from typing import Any, Literal, cast
 
 import icontract
 
+from queueref.validators import is_int, is_int_at_least, is_real
+
 EventKind = Literal["admit", "reject", "finish", "abort"]
 
 #: The kinds of event, in the order a sweep resolves ties (ADM-EV-4).
@@ -37,23 +39,23 @@ def _check_fields(event: AdmissionEvent) -> str | None:
     """The first field of `event` that breaks ADM-EV-1, as a message, or None."""
     if event.event not in EVENT_KINDS:
         return f"event must be one of {EVENT_KINDS}, got {event.event!r}"
-    if isinstance(event.t, bool) or not isinstance(event.t, (int, float)):
+    if not is_real(event.t):
         return f"t must be a float, got {event.t!r}"
     if not math.isfinite(event.t):
         return f"t must be finite, got {event.t!r}"
-    if isinstance(event.server, bool) or not isinstance(event.server, int) or event.server < 0:
+    if not is_int_at_least(event.server, 0):
         return f"server must be an int >= 0, got {event.server!r}"
     if not isinstance(event.request_id, str):
         return f"request_id must be a str, got {event.request_id!r}"
-    if isinstance(event.n, bool) or not isinstance(event.n, int) or event.n < 1:
+    if not is_int_at_least(event.n, 1):
         return f"n must be an int >= 1, got {event.n!r}"
     if event.event in _DEPARTURES:
         if event.view is not None:
             return f"view must be None for a {event.event} event, got {event.view!r}"
-    elif isinstance(event.view, bool) or not isinstance(event.view, (int, type(None))):
+    elif event.view is not None and not is_int(event.view):
         return f"view must be an int or None, got {event.view!r}"
     if event.t_before is not None:
-        if isinstance(event.t_before, bool) or not isinstance(event.t_before, (int, float)):
+        if not is_real(event.t_before):
             return f"t_before must be a float or None, got {event.t_before!r}"
         if not math.isfinite(event.t_before) or event.t_before > event.t:
             return f"t_before must be finite and <= t, got {event.t_before!r} > {event.t!r}"
@@ -120,17 +122,13 @@ class AdmissionEvent:
         t = record["t"]
         t_before = record.get("t_before")
         return cls(
-            t=float(t) if isinstance(t, int) and not isinstance(t, bool) else t,
+            t=float(t) if is_int(t) else t,
             server=record["server"],
             event=cast(EventKind, record["event"]),
             request_id=record["request_id"],
             n=record["n"],
             view=record.get("view"),
-            t_before=(
-                float(t_before)
-                if isinstance(t_before, int) and not isinstance(t_before, bool)
-                else t_before
-            ),
+            t_before=(float(t_before) if is_int(t_before) else t_before),
         )
 
 
@@ -151,7 +149,7 @@ def read_jsonl(path: str | Path) -> list[AdmissionEvent]:
         return [AdmissionEvent.from_json(line) for line in stream if line.strip()]
 
 
-def _sweep(points: Sequence[tuple[float, int, int]]) -> int:
+def sweep(points: Sequence[tuple[float, int, int]]) -> int:
     """The running maximum of the sum of deltas, in (time, rank) order."""
     level = 0
     best = 0
@@ -179,7 +177,7 @@ def max_in_flight(events: Iterable[AdmissionEvent]) -> int:
             points.append((event.t, 0, event.n))
         elif event.event in _DEPARTURES:
             points.append((event.t, 1, -event.n))
-    return _sweep(points)
+    return sweep(points)
 
 
 @icontract.ensure(lambda result: result >= 0, "ADM-EV-5: the maximum is never negative")
@@ -200,4 +198,4 @@ def max_admitted_in_flight(events: Iterable[AdmissionEvent]) -> int:
             if event.t_before is None:
                 raise ValueError(f"ADM-EV-5: departure without t_before: {event!r}")
             points.append((event.t_before, 0, -event.n))
-    return _sweep(points)
+    return sweep(points)

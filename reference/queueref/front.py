@@ -28,14 +28,11 @@ from typing import Any
 
 import icontract
 
-from queueref.admission import (
-    AdmissionController,
-    AdmissionRejected,
-    QueueOverflowError,
-    is_int_at_least,
-)
+from queueref.admission import AdmissionController
+from queueref.errors import AdmissionRejected, QueueOverflowError
 from queueref.events import AdmissionEvent, EventKind
 from queueref.tracker import RequestTracker
+from queueref.validators import is_int_at_least
 
 Recorder = Callable[[AdmissionEvent], None]
 Submitter = Callable[[str], Awaitable[None]]

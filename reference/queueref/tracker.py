@@ -17,7 +17,7 @@ Deliberate divergences from vLLM:
 * There is no separate external-id map: the external id is the request id,
   which names the request (n == 1) or the parent of its children (n > 1).
 * The slot refresh writes `unfinished + reserved`, where `reserved` counts the
-  write-then-check reservations of `mode="reserve"` (ADM-TRK-7); upstream has
+  write-then-check reservations (`mode="write-then-check"`) (ADM-TRK-7); upstream has
   no reservations, so the slot is just the unfinished count there too.
 * `finish` of an unknown id is a `KeyError` (upstream's `_finish_request` is
   private and only called on known states).
@@ -31,12 +31,8 @@ from dataclasses import dataclass
 import icontract
 
 from queueref import config
-from queueref.admission import (
-    SharedAdmissionStats,
-    is_int,
-    is_int_at_least,
-    is_private_buffer,
-)
+from queueref.shared_stats import SharedAdmissionStats, is_private_buffer
+from queueref.validators import is_int_at_least
 
 
 def child_request_id(request_id: str, index: int) -> str:
@@ -158,9 +154,9 @@ class RequestTracker:
         """Raise `ValueError` when `add(request_id, n, num_prompt_tokens)` would (ADM-TRK-1)."""
         if not isinstance(request_id, str):
             raise ValueError(f"ADM-TRK-1: a request id is a str, got {request_id!r}")
-        if not is_int(n) or n < 1:
+        if not is_int_at_least(n, 1):
             raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
-        if not is_int(num_prompt_tokens) or num_prompt_tokens < 0:
+        if not is_int_at_least(num_prompt_tokens, 0):
             raise ValueError(
                 f"ADM-TRK-4: num_prompt_tokens must be an int >= 0, got {num_prompt_tokens!r}"
             )
@@ -308,7 +304,7 @@ class RequestTracker:
     )
     def reserve(self, n: int) -> None:
         """Add `n` to the own slot before reading it: write-then-check (ADM-TRK-7, ADM-CTL-9)."""
-        if not is_int(n) or n < 1:
+        if not is_int_at_least(n, 1):
             raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
         self._reserved += n
         self._refresh()
@@ -329,7 +325,7 @@ class RequestTracker:
     @icontract.ensure(lambda self: _own_slot_current(self), "ADM-CTL-6: the slot is rolled back")
     def release_reservation(self, n: int) -> None:
         """Write a reservation back: the rollback of a rejected check (ADM-TRK-7, ADM-CTL-6)."""
-        if not is_int(n) or n < 1 or n > self._reserved:
+        if not is_int_at_least(n, 1) or n > self._reserved:
             raise ValueError(
                 f"ADM-TRK-7: cannot give back {n!r} of {self._reserved} reserved slots"
             )
