@@ -80,7 +80,7 @@ MODES: Final[dict[str, protocol.Protocol]] = {
 
 
 def is_token_backlog_full(queued_tokens: int, limit: int | None) -> bool:
-    """The token rule: reject iff a limit is set and `queued_tokens >= limit` (ADM-CTL-4)."""
+    """The token rule: reject iff a limit is set and `queued_tokens >= limit`."""
     return limit is not None and queued_tokens >= limit
 
 
@@ -90,7 +90,7 @@ def is_token_backlog_full(queued_tokens: int, limit: int | None) -> bool:
 
 
 class AdmissionCheck:
-    """One admission check of one server, taken one slot read at a time (ADM-CTL-7).
+    """One admission check of one server, taken one slot read at a time.
 
     Made by `AdmissionController.start_check`; `read_next()` reads exactly one
     slot (one `__getitem__`, counter 0, in index order, each slot once);
@@ -150,7 +150,7 @@ class AdmissionCheck:
         return self._open and self._reserved
 
     def _give_back(self) -> None:
-        """Close the check; write the reservation back if one is held (ADM-CTL-6)."""
+        """Close the check; write the reservation back if one is held."""
         if self._open:
             self._open = False
             if self._reserved:
@@ -165,11 +165,11 @@ class AdmissionCheck:
         "ADM-CTL-7: one read advances by exactly one slot",
     )
     def read_next(self) -> int:
-        """Read the next slot: one `__getitem__` of counter 0 of that slot (ADM-CTL-7).
+        """Read the next slot: one `__getitem__` of counter 0 of that slot.
 
         Without shared stats the single "slot" is the local count (unfinished
         requests plus outstanding reservations). A corrupt value or a failing
-        buffer gives the reservation back and raises (ADM-CTL-8).
+        buffer gives the reservation back and raises.
         """
         try:
             stats = self._stats
@@ -188,11 +188,11 @@ class AdmissionCheck:
     @icontract.require(lambda self: self.done, "ADM-CTL-7: decide only after every slot is read")
     @icontract.ensure(lambda self: not self.is_open, "ADM-CTL-7: a decided check is closed")
     def decide(self) -> int | None:
-        """Admit (return the view read, None without a request limit) or raise (ADM-CTL-3).
+        """Admit (return the view read, None without a request limit) or raise.
 
         The request limit first (`QueueOverflowError`), then the token limit
-        (`MaxQueuedTokensError`, ADM-CTL-4). A rejection gives a reservation
-        back, so it leaves every count as it was (ADM-CTL-6); an admission in
+        (`MaxQueuedTokensError`). A rejection gives a reservation
+        back, so it leaves every count as it was; an admission in
         write-then-check keeps it, for the tracker registration to take over.
         """
         controller = self._controller
@@ -216,7 +216,7 @@ class AdmissionCheck:
         return view
 
     def abandon(self) -> None:
-        """Close the check without deciding, giving a reservation back (ADM-CTL-6)."""
+        """Close the check without deciding, giving a reservation back."""
         self._give_back()
 
 
@@ -225,14 +225,14 @@ def _tracker_matches(tracker: RequestTracker | None, shared_stats: object) -> bo
 
 
 class AdmissionController:
-    """Per-server admission control: `check_admission(n)` admits or raises (ADM-CTL-3).
+    """Per-server admission control: `check_admission(n)` admits or raises.
 
     `mode="check-then-write"` (default) is upstream's protocol: read the count
     (the global sum of the shared slots, or the local unfinished count), admit
     iff `count + n <= max_num_queued_reqs`; the caller's tracker registration
     then writes the own slot. `mode="write-then-check"`: add `n` to
     the own slot first, read, keep the reservation iff the sum read is
-    `<= max_num_queued_reqs`, else write it back and reject (ADM-CTL-9).
+    `<= max_num_queued_reqs`, else write it back and reject.
     """
 
     @icontract.require(
@@ -315,7 +315,7 @@ class AdmissionController:
 
     @property
     def reserves(self) -> bool:
-        """Whether a check writes a reservation before reading (ADM-CTL-9)."""
+        """Whether a check writes a reservation before reading."""
         return (
             self._protocol is protocol.Protocol.WRITE_THEN_CHECK
             and self._max_num_queued_reqs is not None
@@ -333,7 +333,7 @@ class AdmissionController:
     )
     @icontract.ensure(lambda self, result: result.is_open, "ADM-CTL-7: a started check is open")
     def start_check(self, n: int = 1) -> AdmissionCheck:
-        """Start a check of a request of weight `n`; write-then-check reserves first (ADM-CTL-9)."""
+        """Start a check of a request of weight `n`; write-then-check reserves first."""
         if not is_int_at_least(n, 1):
             raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
         if self._max_num_queued_reqs is None:
@@ -392,16 +392,16 @@ class AdmissionController:
         "ADM-CTL-4: an admitted request found the token backlog below its limit",
     )
     def check_admission(self, n: int = 1) -> int | None:
-        """Admit a request of `n` parallel samples or raise `AdmissionRejected` (ADM-CTL-3).
+        """Admit a request of `n` parallel samples or raise `AdmissionRejected`.
 
         Returns the count the check read (None when there is no request
         limit). Raises `QueueOverflowError` when the request limit would be
         exceeded, then `MaxQueuedTokensError` when the server's queued prompt
-        tokens reached the token limit; a rejection changes no count
-        (ADM-CTL-6). The read is per slot, in index order (ADM-CTL-7).
+        tokens reached the token limit; a rejection changes no count. The
+        read is per slot, in index order.
 
         The cap is approximate in check-then-write: check and write are not atomic
-        across servers (ADM-BOUND-1). In write-then-check an admission leaves its
+        across servers. In write-then-check an admission leaves its
         reservation in the own slot; register the request with the tracker
         (which takes the reservation over) or call `cancel_admission(n)`.
         """
@@ -426,7 +426,7 @@ class AdmissionController:
         "ADM-CTL-9: cancelling gives exactly the reservation back",
     )
     def cancel_admission(self, n: int = 1) -> None:
-        """Give back an admission that will not be registered (ADM-CTL-9).
+        """Give back an admission that will not be registered.
 
         In write-then-check this writes the reservation back; in check-then-write an
         admission wrote nothing, so there is nothing to give back.

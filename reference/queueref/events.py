@@ -9,8 +9,8 @@ overshoot bound of `specs/admission.md`.
 
 Deliberate divergences from vLLM:
 
-* vLLM keeps no such record at all; the schema is queueref's (ADM-EV-1).
-* The timestamps follow a stamping convention (ADM-EV-3) chosen so that the
+* vLLM keeps no such record at all; the schema is queueref's.
+* The timestamps follow a stamping convention chosen so that the
   maximum computed by `max_in_flight` is an upper bound of the real slot sum.
 """
 
@@ -36,7 +36,7 @@ _DEPARTURES: frozenset[str] = frozenset({"finish", "abort"})
 
 
 def _check_fields(event: AdmissionEvent) -> str | None:
-    """The first field of `event` that breaks ADM-EV-1, as a message, or None."""
+    """The first field of `event` that breaks the event schema, as a message, or None."""
     if event.event not in EVENT_KINDS:
         return f"event must be one of {EVENT_KINDS}, got {event.event!r}"
     if not is_real(event.t):
@@ -64,12 +64,12 @@ def _check_fields(event: AdmissionEvent) -> str | None:
 
 @dataclass(frozen=True)
 class AdmissionEvent:
-    """One admission decision or departure of one server (ADM-EV-1).
+    """One admission decision or departure of one server.
 
     `t` is `time.monotonic()` in seconds (system-wide on Linux, so events of
     different processes are comparable); `view` is the global count the check
     read (admit/reject only); `t_before` is an optional earlier stamp taken
-    just before the slot write of a departure (ADM-EV-5).
+    just before the slot write of a departure.
     """
 
     t: float
@@ -92,7 +92,7 @@ class AdmissionEvent:
         "ADM-EV-2: from_json(to_json(e)) == e",
     )
     def to_json(self) -> str:
-        """One JSON object on one line; `t_before` is left out when it is None (ADM-EV-2)."""
+        """One JSON object on one line; `t_before` is left out when it is None."""
         record: dict[str, Any] = {
             "t": self.t,
             "server": self.server,
@@ -107,7 +107,7 @@ class AdmissionEvent:
 
     @classmethod
     def from_json(cls, line: str) -> AdmissionEvent:
-        """Parse one line written by `to_json` (ADM-EV-2); unknown keys are an error."""
+        """Parse one line written by `to_json`; unknown keys are an error."""
         record = json.loads(line)
         if not isinstance(record, dict):
             raise ValueError(f"ADM-EV-2: an event is a JSON object, got {line!r}")
@@ -133,7 +133,7 @@ class AdmissionEvent:
 
 
 def write_jsonl(events: Iterable[AdmissionEvent], path: str | Path) -> int:
-    """Write the events to `path`, one JSON object a line (ADM-EV-2); returns how many."""
+    """Write the events to `path`, one JSON object a line; returns how many."""
     count = 0
     with open(path, "w", encoding="utf-8") as stream:
         for event in events:
@@ -144,7 +144,7 @@ def write_jsonl(events: Iterable[AdmissionEvent], path: str | Path) -> int:
 
 
 def read_jsonl(path: str | Path) -> list[AdmissionEvent]:
-    """Read the events written by `write_jsonl` (ADM-EV-2); blank lines are skipped."""
+    """Read the events written by `write_jsonl`; blank lines are skipped."""
     with open(path, encoding="utf-8") as stream:
         return [AdmissionEvent.from_json(line) for line in stream if line.strip()]
 
@@ -165,11 +165,12 @@ def sweep(points: Sequence[tuple[float, int, int]]) -> int:
     "ADM-EV-4: the maximum never exceeds everything admitted",
 )
 def max_in_flight(events: Iterable[AdmissionEvent]) -> int:
-    """The global in-flight maximum: sweep admit +n, finish/abort -n, ordered by `t` (ADM-EV-4).
+    """The global in-flight maximum: sweep admit +n, finish/abort -n, ordered by `t`.
 
     Ties are resolved conservatively: at equal `t`, admissions count before
     departures. Rejections do not change the count. With the stamping
-    convention of ADM-EV-3 the result is an upper bound of the real slot sum.
+    convention of `specs/admission.md` the result is an upper bound of the
+    real slot sum.
     """
     points: list[tuple[float, int, int]] = []
     for event in events:
@@ -182,7 +183,7 @@ def max_in_flight(events: Iterable[AdmissionEvent]) -> int:
 
 @icontract.ensure(lambda result: result >= 0, "ADM-EV-5: the maximum is never negative")
 def max_admitted_in_flight(events: Iterable[AdmissionEvent]) -> int:
-    """The decided-and-not-yet-released maximum: departures at `t_before` (ADM-EV-5).
+    """The decided-and-not-yet-released maximum: departures at `t_before`.
 
     Admissions count from `t` (after the decision), departures from
     `t_before` (before the slot write), ties resolved in favour of the

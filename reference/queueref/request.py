@@ -73,7 +73,7 @@ class RequestLike(Protocol):
 
 
 def check_request_shape(request: object) -> None:
-    """RQ-REQ-3: raise naming the first field a queue cannot use.
+    """Raise naming the first field a queue cannot use.
 
     `TypeError` for a missing field or one of the wrong type (`request_id` a
     str, `priority` an int, `arrival_time` a real number); `ValueError` for a
@@ -110,7 +110,7 @@ def check_request_shape(request: object) -> None:
 
 
 def request_key(request: Any) -> RequestKey:
-    """RQ-REQ-1: the ordering key `(priority, arrival_time, request_id)`."""
+    """The ordering key `(priority, arrival_time, request_id)`."""
     return (request.priority, request.arrival_time, request.request_id)
 
 
@@ -167,7 +167,7 @@ class Request:
             )
 
     def __lt__(self, other: Request) -> bool:
-        """RQ-REQ-1: order by `(priority, arrival_time, request_id)`."""
+        """Order by `(priority, arrival_time, request_id)`."""
         return request_key(self) < request_key(other)
 
     # RQ-REQ-2: equality and hash stay object identity (no __eq__ / __hash__ here).

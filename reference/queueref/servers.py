@@ -8,11 +8,10 @@ process it spawns) and the child side of `AsyncLLM.__init__` in
 Deliberate divergences from vLLM:
 
 * The buffer travels in a frozen `ServerSpec`, not in a mutable config dict
-  that the child pops it from: nothing depends on the order of construction
-  (ADM-RISK-3).
+  that the child pops it from: nothing depends on the order of construction.
 * The parent resets the slot of a dead child to 0 and reports it
-  (`ServerGroup.reap`), so a crashed server cannot leak capacity forever
-  (ADM-SRV-2, ADM-RISK-1). Upstream has no such recovery.
+  (`ServerGroup.reap`), so a crashed server cannot leak capacity forever.
+  Upstream has no such recovery.
 * A "locked" protocol (a `multiprocessing.Lock` around check + registration)
   exists as the exact baseline for the benchmark; upstream has only
   check-then-write, queueref adds write-then-check.
@@ -67,12 +66,11 @@ def _is_protocol(protocol: object) -> bool:
 
 @dataclass(frozen=True)
 class ServerSpec:
-    """Everything a server process needs, handed over once at start-up (ADM-SRV-1).
+    """Everything a server process needs, handed over once at start-up.
 
     `counters` is the parent's shared array (None for a single server or no
     request limit: then the local count decides). Frozen: nothing is popped
-    from it, so the order in which a child builds its parts does not matter
-    (ADM-RISK-3).
+    from it, so the order in which a child builds its parts does not matter.
     """
 
     index: int
@@ -96,7 +94,7 @@ class ServerSpec:
         record: Recorder | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> APIServer:
-        """The server's front: stats, tracker, controller (ADM-SRV-1)."""
+        """The server's front: stats, tracker, controller."""
         stats = self.shared_stats()
         tracker = tracker_factory(stats)
         controller = AdmissionController(
@@ -117,7 +115,7 @@ class ServerSpec:
 
 @dataclass(frozen=True)
 class SlotReset:
-    """The parent reset the slot of a dead server (ADM-SRV-2)."""
+    """The parent reset the slot of a dead server."""
 
     index: int
     pid: int | None
@@ -126,11 +124,11 @@ class SlotReset:
 
 
 class ServerGroup:
-    """N spawned server processes sharing one counter array the parent allocated (ADM-SRV-1).
+    """N spawned server processes sharing one counter array the parent allocated.
 
     `target(spec, *args)` runs in each child; it must be importable (spawn).
     Use as a context manager: leaving it stops every process still running,
-    joins them all and reaps their slots (ADM-SRV-3).
+    joins them all and reaps their slots.
     """
 
     @icontract.require(
@@ -206,12 +204,12 @@ class ServerGroup:
 
     @property
     def resets(self) -> list[SlotReset]:
-        """Every slot reset so far, in order (ADM-SRV-2)."""
+        """Every slot reset so far, in order."""
         with self._reset_lock:
             return list(self._resets)
 
     def slot_counts(self) -> list[int]:
-        """Counter 0 of every slot (ADM-LAYOUT-3); empty without a shared array."""
+        """Counter 0 of every slot; empty without a shared array."""
         if self._counters is None:
             return []
         per_slot = SharedAdmissionStats.COUNTERS_PER_SLOT
@@ -222,7 +220,7 @@ class ServerGroup:
         lambda self: len(self.processes) == len(self.specs), "ADM-SRV-1: one process per server"
     )
     def start(self) -> None:
-        """Spawn one process per server, handing each its spec (ADM-SRV-1)."""
+        """Spawn one process per server, handing each its spec."""
         for spec in self._specs:
             process = self._context.Process(
                 target=self._target,
@@ -250,15 +248,15 @@ class ServerGroup:
         "ADM-SRV-2: a dead server's slot is 0 after reaping",
     )
     def reap(self) -> list[SlotReset]:
-        """Reset the slot of every server that died since the last call; report them (ADM-SRV-2).
+        """Reset the slot of every server that died since the last call; report them.
 
-        This is queueref's answer to ADM-RISK-1: without it, a crashed
-        server's stale count shrinks the cap forever.
+        Without it, a crashed server's stale count shrinks the cap forever.
 
         A dead process can no longer write its slot, so the parent may: the
         single-writer rule holds. Every dead child is reaped once; a reset is
         reported only when the slot held something (a leak).
         """
+        # ADM-RISK-1: the stale count of a dead server is given back, once.
         found: list[SlotReset] = []
         with self._reset_lock:
             for spec, process in zip(self._specs, self._processes, strict=False):
@@ -278,7 +276,7 @@ class ServerGroup:
         return found
 
     def start_reaper(self, interval: float = 0.05) -> None:
-        """Reap in a background thread every `interval` seconds until `close` (ADM-SRV-2)."""
+        """Reap in a background thread every `interval` seconds until `close`."""
         if self._reaper is not None:
             return
 
@@ -290,7 +288,7 @@ class ServerGroup:
         self._reaper.start()
 
     def close(self, timeout: float = 5.0) -> None:
-        """Stop every process still running, join all, reap their slots (ADM-SRV-3)."""
+        """Stop every process still running, join all, reap their slots."""
         self._reaper_stop.set()
         if self._reaper is not None:
             self._reaper.join(timeout)

@@ -67,7 +67,7 @@ def _whole_buffer(counters: object) -> list[int] | None:
 def _only_own_counter_changed(
     stats: SharedAdmissionStats, count: int, before: list[int] | None
 ) -> bool:
-    """The frame condition of a write: counter 0 of the own slot, nothing else (ADM-STATS-2)."""
+    """The frame condition of a write: counter 0 of the own slot, nothing else."""
     if before is None:
         return True
     # Computed from the index, not from the cached offset, so a corrupt offset is caught.
@@ -100,16 +100,17 @@ def _buffer_length(counters: object) -> int | None:
 
 
 class SharedAdmissionStats:
-    """Lock-free admission counters shared by the API server processes (ADM-STATS-4).
+    """Lock-free admission counters shared by the API server processes.
 
     Server `i` owns slot `i`: counters `i * COUNTERS_PER_SLOT` to
     `(i + 1) * COUNTERS_PER_SLOT - 1`, one 64-byte cache line, so that two
     servers' writes never invalidate each other's line (false sharing).
     Counter 0 of a slot is the server's unfinished-request count; counter 1 is
-    reserved for queued prompt tokens (ADM-LAYOUT-3). A server writes only its
+    reserved for queued prompt tokens. A server writes only its
     own slot; a reader sums counter 0 of every slot, one slot at a time.
     """
 
+    # ADM-STATS-4: no lock -- one writer per slot, each slot its own cache line.
     # ADM-LAYOUT-1: one slot is one cache line of 8-byte counters.
     CACHE_LINE_BYTES: Final = 64
     COUNTER_BYTES: Final = 8
@@ -168,7 +169,7 @@ class SharedAdmissionStats:
         "ADM-LAYOUT-2: one slot of COUNTERS_PER_SLOT counters per server",
     )
     def num_counters(cls, client_count: int) -> int:
-        """How many counters `client_count` servers need (ADM-LAYOUT-2)."""
+        """How many counters `client_count` servers need."""
         if not is_int_at_least(client_count, 1):
             raise ValueError(
                 f"ADM-LAYOUT-2: client_count must be an int >= 1, got {client_count!r}"
@@ -187,7 +188,7 @@ class SharedAdmissionStats:
         client_count: int,
         client_index: int,
     ) -> SharedAdmissionStats | None:
-        """The stats named by upstream's config key, or None when absent (ADM-RISK-3).
+        """The stats named by upstream's config key, or None when absent.
 
         Upstream pops `"mp_admission_counters"` from the dict that is later
         handed to the engine client, so the order of construction matters;
@@ -217,7 +218,7 @@ class SharedAdmissionStats:
 
     @property
     def slot_offset(self) -> int:
-        """The index of counter 0 of this server's slot (ADM-LAYOUT-3)."""
+        """The index of counter 0 of this server's slot."""
         return self._slot_offset
 
     @icontract.require(
@@ -227,10 +228,9 @@ class SharedAdmissionStats:
     )
     @icontract.ensure(lambda result: result >= 0, "ADM-STATS-3: a count read is never negative")
     def read_slot(self, client_index: int) -> int:
-        """Counter 0 of slot `client_index`: exactly one `__getitem__` (ADM-STATS-3).
+        """Counter 0 of slot `client_index`: exactly one `__getitem__`.
 
-        A negative value (or a non-integer) raises `AdmissionCounterError`
-        (ADM-CTL-8).
+        A negative value (or a non-integer) raises `AdmissionCounterError`.
         """
         value = self._counters[client_index * self.COUNTERS_PER_SLOT + self.REQUEST_COUNT]
         if (type(value) is not int and not is_int(value)) or value < 0:
@@ -251,7 +251,7 @@ class SharedAdmissionStats:
         "ADM-STATS-2: a write changes counter 0 of the writer's own slot and nothing else",
     )
     def set_num_requests(self, count: int) -> None:
-        """Write this server's unfinished count to counter 0 of its own slot (ADM-STATS-2)."""
+        """Write this server's unfinished count to counter 0 of its own slot."""
         if not is_int_at_least(count, 0):
             raise ValueError(f"ADM-STATS-2: a count must be an int >= 0, got {count!r}")
         self._counters[self._slot_offset + self.REQUEST_COUNT] = count
@@ -270,7 +270,7 @@ class SharedAdmissionStats:
         "ADM-STATS-3: the sum equals the sum of counter 0 of every slot",
     )
     def get_num_requests(self) -> int:
-        """The global unfinished count: counter 0 of every slot, read one at a time (ADM-STATS-3).
+        """The global unfinished count: counter 0 of every slot, read one at a time.
 
         Not a snapshot: other servers may write between two reads.
         """
@@ -307,7 +307,7 @@ class SharedAdmissionStats:
     "ADM-ALLOC-1: num_counters(num_servers) counters, all zero",
 )
 def allocate_admission_counters(num_servers: int, max_num_queued_reqs: int | None) -> Any:
-    """The shared counter array of `num_servers` servers, or None (ADM-ALLOC-1).
+    """The shared counter array of `num_servers` servers, or None.
 
     A zeroed `multiprocessing.RawArray("q", num_counters(num_servers))` (8-byte
     signed counters, no lock: each server writes only its own slot) when there

@@ -1,9 +1,8 @@
 """The stress run: N real server processes under a randomized admit / finish / abort load.
 
 queueref's own (models no vLLM file): each process of a `queueref.servers.ServerGroup`
-runs a randomized loop and records every event (ADM-EV-3), so the overshoot
-bound of `specs/admission.md` can be checked on what real processes did
-(ADM-BOUND-1, ADM-BOUND-2).
+runs a randomized loop and records every event, so the overshoot
+bound of `specs/admission.md` can be checked on what real processes did.
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ from queueref.tracker import RequestTracker
 
 @dataclass(frozen=True)
 class StressConfig:
-    """A bounded randomized load on N real server processes (ADM-BOUND-1, ADM-BOUND-2).
+    """A bounded randomized load on N real server processes.
 
     Each server first tries `burst` admissions in a row (default: the bound
     plus one, so a server that hides its own count overshoots by itself),
@@ -60,7 +59,7 @@ class StressConfig:
 
     @property
     def bound(self) -> int:
-        """The overshoot bound of check-then-write for this configuration (ADM-BOUND-1)."""
+        """The overshoot bound of check-then-write for this configuration."""
         return overshoot_bound(self.num_servers, self.max_num_queued_reqs, self.max_n)
 
     @property
@@ -81,12 +80,12 @@ class StressResult:
 
     @property
     def max_in_flight(self) -> int:
-        """The conservative global maximum of the records (ADM-EV-4)."""
+        """The conservative global maximum of the records."""
         return max_in_flight(self.events)
 
     @property
     def max_admitted_in_flight(self) -> int:
-        """The decided-and-not-released maximum of the records (ADM-EV-5)."""
+        """The decided-and-not-released maximum of the records."""
         return max_admitted_in_flight(self.events)
 
     @property
@@ -171,9 +170,9 @@ def stress_worker(
     error=ValueError,
 )
 def run_stress(stress: StressConfig, *, timeout: float | None = None) -> StressResult:
-    """Run `stress` on real spawned processes and collect their records (ADM-BOUND-1).
+    """Run `stress` on real spawned processes and collect their records.
 
-    Every process is joined (or stopped) before this returns (ADM-SRV-3).
+    Every process is joined (or stopped) before this returns.
     """
     limit = stress.seconds + 60.0 if timeout is None else timeout
     with tempfile.TemporaryDirectory(prefix="queueref-stress-") as out_dir:

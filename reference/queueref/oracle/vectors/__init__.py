@@ -12,7 +12,7 @@ reference and returns the mismatches. Like
 the consensus-spec vectors, a case is its inputs, the operations and the
 expected outcome of each; its name encodes its inputs; random cases use fixed
 seeds; sizes run through 0, 1, 2, 3 and limits through the limit minus one,
-the limit and the limit plus one (ORC-VEC-1).
+the limit and the limit plus one.
 
 The expected values are computed here, independently of the reference: queue
 cases by `queueref.models.queue_model.ListQueueModel` (a plain list), and
@@ -20,8 +20,7 @@ admission cases by the few lines of arithmetic of `specs/admission.md`
 written out below (the `expect_*` functions never call `queueref.admission`
 or `queueref.tracker`). The replay then runs the reference, so a vector that
 replays clean is an agreement between two independent statements of the
-semantics (ORC-VEC-3). Every case lists the requirement IDs it covers
-(ORC-VEC-2).
+semantics. Every case lists the requirement IDs it covers.
 
 Models no vLLM file.
 """
@@ -59,7 +58,7 @@ __all__ = [
 
 
 def all_cases() -> list[Case]:
-    """ORC-VEC-1: every case, in a fixed order."""
+    """Every case, in a fixed order."""
     return [
         *request_queue_cases(),
         *layout_cases(),
@@ -71,7 +70,7 @@ def all_cases() -> list[Case]:
 
 
 def write_vectors(out: str | Path) -> list[Path]:
-    """ORC-VEC-1: write every case to `out/<name>.json` and an `index.json`; return the paths.
+    """Write every case to `out/<name>.json` and an `index.json`; return the paths.
 
     The output is deterministic: the same queueref writes the same bytes.
     """

@@ -17,7 +17,7 @@ SLOT = 8  # COUNTERS_PER_SLOT: counter 0 of slot i is counter 8 * i (ADM-LAYOUT-
 
 
 def expect_num_counters(client_count: Any) -> Expect:
-    """ADM-LAYOUT-2: client_count * 8 for an int >= 1, else ValueError."""
+    """Client_count * 8 for an int >= 1, else ValueError."""
     if is_int_at_least(client_count, 1):
         return {"result": client_count * SLOT}
     return {"error": "ValueError"}
@@ -26,7 +26,7 @@ def expect_num_counters(client_count: Any) -> Expect:
 def expect_check(
     setup: dict[str, Any], n: int
 ) -> tuple[Expect, list[int] | None, list[int] | None, int | None]:
-    """ADM-CTL-2..9: (outcome, reads, slots after, local count after) of one check."""
+    """(outcome, reads, slots after, local count after) of one check."""
     limit = setup["max_num_queued_reqs"]
     token_limit = setup["max_num_queued_tokens"]
     reserve = setup["mode"] == "reserve"
@@ -124,7 +124,7 @@ def _setup(
 
 
 def check_cases() -> list[Case]:
-    """ORC-VEC-1: check_admission at the limit minus one, the limit and plus one."""
+    """Check_admission at the limit minus one, the limit and plus one."""
     cases: list[Case] = []
     for mode in ("shared", "reserve"):
         for limit in (0, 1, 2, 3):
@@ -246,7 +246,7 @@ def check_cases() -> list[Case]:
 
 
 def layout_cases() -> list[Case]:
-    """ORC-VEC-1: the constants, num_counters, allocation and the shared stats."""
+    """The constants, num_counters, allocation and the shared stats."""
     cases: list[Case] = [
         make_case(
             "admission_layout",
@@ -313,7 +313,7 @@ def layout_cases() -> list[Case]:
 
 
 def _shared_stats_case() -> Case:
-    """ADM-STATS-2/3/4, ADM-LAYOUT-3: writes go to counter 0 of the own slot only."""
+    """Writes go to counter 0 of the own slot only."""
     counters = [0] * (3 * SLOT)
     steps: list[dict[str, Any]] = []
 

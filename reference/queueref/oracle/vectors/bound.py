@@ -13,7 +13,7 @@ from queueref.oracle.vectors.common import Case, Expect, make_case
 
 
 def bound_cases() -> list[Case]:
-    """ADM-BOUND-1/2: the schedule that reaches M + (N-1)*min(M, W), in both modes."""
+    """The schedule that reaches M + (N-1)*min(M, W), in both modes."""
     cases = []
     for mode in ("shared", "reserve"):
         for servers in (1, 2, 3):

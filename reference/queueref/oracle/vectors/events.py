@@ -12,7 +12,7 @@ from queueref.oracle.vectors.common import Case, Expect, make_case
 
 
 def event_cases() -> list[Case]:
-    """ADM-EV-1/2/4/5: event lines (valid and not) and the two sweeps."""
+    """Event lines (valid and not) and the two sweeps."""
     cases: list[Case] = []
     lines: list[tuple[str, str, Expect]] = [
         (

@@ -1,4 +1,4 @@
-"""Request-queue cases: every expectation computed with the list model (ORC-VEC-1, ORC-VEC-3).
+"""Request-queue cases: every expectation computed with the list model.
 
 Models no vLLM file.
 """
@@ -117,7 +117,8 @@ class _QueueScenario:
 def _queue_requirements(
     policy: str, record: dict[str, Any], requests: dict[str, dict[str, Any]], duplicate: bool
 ) -> set[str]:
-    """ORC-VEC-2: the requirements one recorded operation exercises."""
+    """The requirements one recorded operation exercises."""
+    # ORC-VEC-2: every case lists the requirement IDs it covers.
     op, expect = record["op"], record["expect"]
     fcfs = policy == "fcfs"
     error = expect.get("error")
@@ -170,7 +171,7 @@ def _filled(policy: str, name: str, description: str, size: int) -> _QueueScenar
 
 
 def _queue_scenarios(policy: str) -> Iterator[_QueueScenario]:
-    """ORC-VEC-1: the hand-made request-queue cases of one policy, sizes 0 to 3."""
+    """The hand-made request-queue cases of one policy, sizes 0 to 3."""
     for size in range(4):
         s = _filled(policy, f"add_pop/size_{size}", f"add {size}, look, pop until empty", size)
         s.op("iter")
@@ -304,7 +305,7 @@ def _queue_scenarios(policy: str) -> Iterator[_QueueScenario]:
 
 
 def _random_scenario(policy: str, seed: int, steps: int = 30) -> _QueueScenario:
-    """ORC-VEC-1: a fixed-seed random sequence of every operation."""
+    """A fixed-seed random sequence of every operation."""
     rng = random.Random(seed)
     s = _QueueScenario(policy, f"random/seed_{seed}", f"{steps} random operations, seed {seed}")
     s.seed = seed

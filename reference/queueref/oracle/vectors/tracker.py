@@ -12,7 +12,7 @@ from queueref.oracle.vectors.common import Case, make_case
 
 
 def tracker_cases() -> list[Case]:
-    """ORC-VEC-1: the tracker's bookkeeping and slot refresh, step by step."""
+    """The tracker's bookkeeping and slot refresh, step by step."""
     scripts: dict[str, list[tuple[str, dict[str, Any]]]] = {
         "add_finish_abort": [
             ("add", {"request_id": "solo", "n": 1, "num_prompt_tokens": 100}),
