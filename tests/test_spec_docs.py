@@ -105,3 +105,91 @@ def check(n: int) -> None:
     # ADM-CTL-8: a comment is where an ID may sit beside the code.
 '''
     assert ids_in_docstrings(source) == ["ADM-CTL-3"]
+
+
+# --- one heading and one runnable example per public function --------------------------
+
+#: The modules whose public functions `specs/admission.md` documents in "API reference".
+API_MODULES = (
+    "validators",
+    "shared_stats",
+    "tracker",
+    "admission",
+    "front",
+    "events",
+    "models.protocol",
+    "servers",
+    "stress",
+)
+
+#: They start real processes: shown in "Real processes", run by tests/test_servers.py.
+PROCESS_STARTING = {
+    "ServerGroup.start",
+    "ServerGroup.join",
+    "ServerGroup.reap",
+    "ServerGroup.start_reaper",
+    "ServerGroup.close",
+    "ServerGroup.slot_counts",
+    "run_stress",
+    "stress_worker",
+}
+
+
+def public_functions(module_names: tuple[str, ...]) -> list[str]:
+    """`name` or `Class.method` of every public function defined in the modules."""
+    import importlib
+    import inspect
+
+    names = []
+    for module_name in module_names:
+        module = importlib.import_module(f"queueref.{module_name}")
+        for name, obj in vars(module).items():
+            if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
+                continue
+            if inspect.isfunction(obj):
+                names.append(name)
+            elif inspect.isclass(obj):
+                for attr, value in vars(obj).items():
+                    method = isinstance(value, staticmethod | classmethod)
+                    if not attr.startswith("_") and (method or inspect.isfunction(value)):
+                        names.append(f"{name}.{attr}")
+    return names
+
+
+def reference_problems(names: list[str], spec: str) -> list[str]:
+    """Every name without exactly one `### \\`name\\`` heading followed by a `>>>` example."""
+    section = spec.split("\n## API reference\n", 1)[-1].split("\n## ", 1)[0]
+    parts = re.split(r"^### `([^`]+)`$", section, flags=re.MULTILINE)
+    bodies: dict[str, list[str]] = {}
+    for title, body in zip(parts[1::2], parts[2::2], strict=True):
+        bodies.setdefault(title, []).append(body)
+    problems = []
+    for name in names:
+        found = bodies.get(name, [])
+        if len(found) != 1:
+            problems.append(f"{name}: {len(found)} headings")
+        elif "```python\n>>> " not in found[0]:
+            problems.append(f"{name}: no runnable example")
+    return problems
+
+
+def test_every_public_function_has_one_heading_and_one_example() -> None:
+    names = [n for n in public_functions(API_MODULES) if n not in PROCESS_STARTING]
+    assert len(names) > 50
+    spec = (ROOT / "specs" / "admission.md").read_text(encoding="utf-8")
+    assert reference_problems(names, spec) == []
+    names = public_functions(("request",))
+    assert "request_key" in names and "RequestStatus.is_blocked" in names
+    spec = (ROOT / "specs" / "request-queue.md").read_text(encoding="utf-8")
+    assert reference_problems(names, spec) == []
+
+
+def test_a_function_without_a_reference_entry_is_reported() -> None:
+    spec = (ROOT / "specs" / "admission.md").read_text(encoding="utf-8")
+    doubled = spec + "\n### `sweep`\n\n```python\n>>> 1\n1\n\n```\n"
+    assert reference_problems(["sweep", "not_documented"], doubled) == [
+        "sweep: 2 headings",
+        "not_documented: 0 headings",
+    ]
+    bare = spec.replace("### `sweep`\n\n```python\n>>> ", "### `sweep`\n\n```text\n")
+    assert reference_problems(["sweep"], bare) == ["sweep: no runnable example"]

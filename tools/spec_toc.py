@@ -1,7 +1,8 @@
 """The table of contents at the top of each spec: check it, or rewrite it.
 
 Each `specs/*.md` starts with its `# Title`, then a "Contents" list of its
-`##` and `###` headings, linked by the anchors GitHub gives them. This prints
+`##` and `###` headings, linked by the anchors GitHub gives them (the functions
+of an "API reference" section on one line). This prints
 the specs whose list is missing or stale and exits 1; `--write` rewrites
 the lists in place (run it after adding or renaming a heading).
 
@@ -44,6 +45,8 @@ def contents(text: str) -> str:
     """The contents block of a spec, from its headings (duplicates get GitHub's -1, -2)."""
     seen: dict[str, int] = {}
     lines = [START, "", "Contents", ""]
+    reference: list[str] = []  # the functions of an "API reference", on one line
+    section = ""
     for level, title in headings(text):
         target = anchor(title)
         if target in seen:
@@ -51,7 +54,15 @@ def contents(text: str) -> str:
             target = f"{target}-{seen[target]}"
         else:
             seen[target] = 0
-        lines.append(f"{'  ' * (level - 2)}- [{title.replace('`', '')}](#{target})")
+        link = f"[{title.replace('`', '')}](#{target})"
+        if level == 2:
+            section = title
+        if level == 3 and section == "API reference":
+            reference.append(link)
+            continue
+        lines.append(f"{'  ' * (level - 2)}- {link}")
+    if reference:
+        lines.append("  - " + " · ".join(reference))
     lines += ["", END]
     return "\n".join(lines)
 

@@ -304,9 +304,9 @@ class AdmissionController:
         return self._shared_stats
 
     @property
-    def mode(self) -> protocol.Protocol:
+    def mode(self) -> str:
         """`"check-then-write"` or `"write-then-check"`, whichever spelling built it."""
-        return self._protocol
+        return self._protocol.value
 
     @property
     def protocol(self) -> protocol.Protocol:
