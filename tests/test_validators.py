@@ -21,7 +21,7 @@ from queueref.models import protocol
 from queueref.models.protocol import Protocol, bound, parse_protocol, spellings
 from queueref.oracle.trace_check import check_admission_trace, trace_bound
 from queueref.servers import ServerSpec, controller_protocol
-from queueref.validators import is_finite_real, is_index, is_int, is_int_at_least, is_limit
+from queueref.validators import is_index, is_int, is_int_at_least, is_limit, is_real
 
 COUNT_ENTRY_POINTS: list[tuple[str, Callable[[Any], object]]] = [
     ("Request(n=...)", lambda v: Request("a", n=v)),
@@ -76,7 +76,7 @@ def test_the_validators_refuse_bools() -> None:
     assert is_int_at_least(2, 1) and not is_int_at_least(True, 1)
     assert is_index(0, 1) and not is_index(0, True) and not is_index(False, 1)
     assert is_limit(None) and is_limit(0) and not is_limit(False) and not is_limit(-1)
-    assert is_finite_real(1) and not is_finite_real(float("inf")) and not is_finite_real(True)
+    assert is_real(1) and is_real(0.5) and not is_real(True) and not is_real("1")
 
 
 def test_request_has_no_integer_check_of_its_own() -> None:

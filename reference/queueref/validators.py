@@ -11,7 +11,6 @@ Models no vLLM file (vLLM's own checks live in its pydantic configs).
 
 from __future__ import annotations
 
-import math
 from typing import TypeGuard
 
 
@@ -59,11 +58,3 @@ def is_real(value: object) -> TypeGuard[int | float]:
     """
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
-
-def is_finite_real(value: object) -> bool:
-    """A real number (not a bool) that is neither NaN nor infinite.
-
-    >>> is_finite_real(1.5), is_finite_real(float("nan")), is_finite_real(float("inf"))
-    (True, False, False)
-    """
-    return is_real(value) and math.isfinite(value)
