@@ -57,4 +57,3 @@ def is_real(value: object) -> TypeGuard[int | float]:
     (True, True, False, False)
     """
     return isinstance(value, (int, float)) and not isinstance(value, bool)
-
