@@ -57,9 +57,10 @@ class ListQueueModel:
     ['y', 'x', 'a', 'b']
     """
 
-    def __init__(self, policy: SchedulingPolicy | str) -> None:
+    def __init__(self, policy: SchedulingPolicy | str, items: Iterable[Any] = ()) -> None:
+        """`items` (front first) is taken as the queue's contents, trusted to be in order."""
         self.policy = SchedulingPolicy(policy)
-        self.items: list[Any] = []
+        self.items: list[Any] = list(items)
 
     # -- checks, made before any change -------------------------------------
 
