@@ -237,6 +237,22 @@ def _deferred_consistent(wq: WaitingQueues) -> bool:
     )
 
 
+def _is_deferred(wq: WaitingQueues, request: LifecycleRequest) -> bool:
+    """WL-L33-1: the request is in vllm-0.33's deferred_waiting (never, in vllm-0.30)."""
+    return wq.layout == LAYOUT_V033 and request.request_id in wq.deferred_waiting
+
+
+def _layout_queues_named(wq: WaitingQueues) -> bool:
+    """WL-LAY-1: the second queue has the layout's name (and vllm-0.33 its deferred set)."""
+    if wq.layout == LAYOUT_V030:
+        return wq.skipped_waiting is wq._aside and not hasattr(wq, "kv_holding_waiting")
+    return (
+        wq.kv_holding_waiting is wq._aside
+        and wq.deferred_waiting == set()
+        and not hasattr(wq, "skipped_waiting")
+    )
+
+
 def _ran(log: Sequence[StepEntry]) -> list[LifecycleRequest]:
     return [e.request for e in log if e.decision is StepDecision.RUN]
 
@@ -356,6 +372,16 @@ def _step_ran_nothing_after_no(wq: WaitingQueues, result: list[LifecycleRequest]
     return not answers or answers[-1] or len(wq._last_step) == len(answers) - 1
 
 
+def _sessions_after_step(wq: WaitingQueues, paused_before: frozenset[str]) -> bool:
+    """WL-STR-5: a paused session offered to try_promote stays paused unless promoted."""
+    for e in wq._last_step:
+        rid = e.request.request_id
+        if e.status_before is _STREAMING and rid in paused_before:
+            if (rid in wq._paused) != (e.promoted is False):
+                return False
+    return True
+
+
 def _slots_respected(wq: WaitingQueues, max_running: int | None, n_ran: int) -> bool:
     """WL-STEP-1, WL-STR-4: no request ran once running + paused sessions held max_running."""
     return max_running is None or n_ran == 0 or len(wq.running) + len(wq._paused) <= max_running
@@ -414,11 +440,6 @@ class WaitingQueues(icontract.DBC):
     running: list[LifecycleRequest]
     finished: dict[str, LifecycleRequest]
 
-    @icontract.require(
-        lambda layout: layout in LAYOUTS,
-        "WL-LAY-1: the layout is 'vllm-0.30' or 'vllm-0.33'",
-        error=ValueError,
-    )
     @icontract.ensure(
         lambda self: (
             not self.waiting and not self._aside and not self.running and not self.finished
@@ -436,14 +457,7 @@ class WaitingQueues(icontract.DBC):
         "WL-POL-1: both waiting queues are queues of the policy",
     )
     @icontract.ensure(
-        lambda self, layout: (
-            self.layout == layout
-            and (self.layout != LAYOUT_V030 or self.skipped_waiting is self._aside)
-            and (
-                self.layout != LAYOUT_V033
-                or (self.kv_holding_waiting is self._aside and self.deferred_waiting == set())
-            )
-        ),
+        lambda self, layout: self.layout == layout and _layout_queues_named(self),
         "WL-LAY-1: the layout's queues: vllm-0.30 waiting and skipped_waiting; vllm-0.33 "
         "waiting, kv_holding_waiting and an empty deferred_waiting",
     )
@@ -872,6 +886,7 @@ class WaitingQueues(icontract.DBC):
     @icontract.snapshot(lambda self: len(self.finished), name="n_finished")
     @icontract.snapshot(lambda self: _contents(self), name="items")
     @icontract.snapshot(lambda self: _waiting_statuses(self), name="statuses")
+    @icontract.snapshot(lambda self: frozenset(self._paused), name="paused")
     @icontract.ensure(
         lambda self, result, OLD: (
             _log_runs_match(self, result, OLD.n_running)
@@ -912,6 +927,11 @@ class WaitingQueues(icontract.DBC):
         lambda self: self.layout != LAYOUT_V033 or _skipped_parked(self),
         "WL-L33-3: every request skipped in the step is deferred and back in the queue of "
         "its KV state",
+    )
+    @icontract.ensure(
+        lambda self, OLD: _sessions_after_step(self, OLD.paused),
+        "WL-STR-5: a paused session is offered to try_promote like any blocked head, and "
+        "is no longer paused once promoted",
     )
     @icontract.ensure(
         lambda self: _no_unpromoted_runs(self),
@@ -1244,7 +1264,7 @@ class WaitingQueues(icontract.DBC):
             and _where(self, request) == self._aside_place
             and len(self.running) == OLD.n_running - 1
             and len(self._paused) == OLD.n_paused + 1
-            and (self.layout != LAYOUT_V033 or request.request_id in self.deferred_waiting)
+            and (self.layout != LAYOUT_V033 or _is_deferred(self, request))
         ),
         "WL-STR-1: the request leaves running as WAITING_FOR_STREAMING_REQ, a paused "
         "session, for skipped_waiting (vllm-0.30) or kv_holding_waiting, deferred (vllm-0.33)",
