@@ -1,4 +1,4 @@
-"""Streaming sessions: `await_stream`, `continue_stream`, paused sessions (WL-STR-*).
+"""Streaming sessions: `await_stream`, `continue_stream`, paused sessions (WL-STR-1 to WL-STR-5).
 
 vLLM 0.30.0's `_handle_stopped_request` keeps a stopped resumable request under
 its id: WAITING_FOR_STREAMING_REQ in `skipped_waiting` until its update
