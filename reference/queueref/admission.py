@@ -10,7 +10,7 @@ Deliberate divergences from vLLM:
 
 * The constructor takes the counter buffer itself, not a config dict it pops
   the buffer from; `SharedAdmissionStats.from_config` reads the dict without
-  changing it (ADM-RISK-3: the construction-order hazard of upstream's `pop`).
+  changing it (ADM-RISK-3: the construction-order hazard of vLLM 0.30.0's `pop`).
 * Counts are validated: a negative count is never written (ADM-STATS-2) and a
   negative value read from a slot is an error, never an admission (ADM-CTL-8).
 * A check reads the slots strictly one `__getitem__` per slot, in index order,
@@ -19,12 +19,12 @@ Deliberate divergences from vLLM:
   other servers between two reads (ADM-CTL-7).
 * `mode="reserve"` (write-then-check) is queueref's addition: a hard global cap
   at the price of spurious rejections (ADM-CTL-9). The default `mode="shared"`
-  is upstream's check-then-write.
-* Limits are validated at construction (upstream validates them in
+  is vLLM 0.30.0's check-then-write.
+* Limits are validated at construction (vLLM 0.30.0 validates them in
   `SchedulerConfig`): negative or non-integer limits are a `ValueError`.
-* `AdmissionRejected` derives from `Exception`, not from `ValueError` as
-  upstream's `GracefulHTTPError` once did, so that a rejection is never
-  mistaken for bad input.
+* `AdmissionRejected` derives from `Exception`, not from `ValueError`, so that
+  a rejection is never mistaken for bad input (vLLM 0.30.0's
+  `GracefulHTTPError` derives from `Exception` too, through `VLLMError`).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ MODES: Final[dict[str, protocol.Protocol]] = {
     "reserve": protocol.Protocol.WRITE_THEN_CHECK,
 }
 
-#: The key under which upstream hands the buffer to a server (ADM-RISK-3).
+#: The key under which vLLM 0.30.0 hands the buffer to a server (ADM-RISK-3).
 CONFIG_KEY: Final = "mp_admission_counters"
 
 
@@ -237,9 +237,9 @@ class SharedAdmissionStats:
         client_count: int,
         client_index: int,
     ) -> SharedAdmissionStats | None:
-        """The stats named by upstream's config key, or None when absent (ADM-RISK-3).
+        """The stats named by vLLM 0.30.0's config key, or None when absent (ADM-RISK-3).
 
-        Upstream pops `"mp_admission_counters"` from the dict that is later
+        vLLM 0.30.0 pops `"mp_admission_counters"` from the dict that is later
         handed to the engine client, so the order of construction matters;
         this reads it and leaves the mapping untouched.
         """
@@ -589,7 +589,7 @@ def _tracker_matches(tracker: RequestTracker | None, shared_stats: object) -> bo
 class AdmissionController:
     """Per-server admission control: `check_admission(n)` admits or raises (ADM-CTL-3).
 
-    `mode="shared"` (default) is upstream's check-then-write: read the count
+    `mode="shared"` (default) is vLLM 0.30.0's check-then-write: read the count
     (the global sum of the shared slots, or the local unfinished count), admit
     iff `count + n <= max_num_queued_reqs`; the caller's tracker registration
     then writes the own slot. `mode="reserve"` is write-then-check: add `n` to
@@ -697,7 +697,7 @@ class AdmissionController:
         if not is_int(n) or n < 1:
             raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
         if self._max_num_queued_reqs is None:
-            num_slots = 0  # no request limit: nothing to read (upstream reads nothing)
+            num_slots = 0  # no request limit: nothing to read (vLLM 0.30.0 reads nothing)
         elif self._shared_stats is None:
             num_slots = 1  # the local count
         else:

@@ -12,9 +12,9 @@ Deliberate divergences from vLLM:
   (ADM-RISK-3).
 * The parent resets the slot of a dead child to 0 and reports it
   (`ServerGroup.reap`), so a crashed server cannot leak capacity forever
-  (ADM-SRV-2, ADM-RISK-1). Upstream has no such recovery.
+  (ADM-SRV-2, ADM-RISK-1). vLLM 0.30.0 has no such recovery.
 * A "locked" protocol (a `multiprocessing.Lock` around check + registration)
-  exists as the exact baseline for the benchmark; upstream has only
+  exists as the exact baseline for the benchmark; vLLM 0.30.0 has only
   check-then-write, queueref adds write-then-check (`mode="reserve"`).
 * `run_stress` is queueref's: N processes run randomized admit / finish /
   abort loops and record every event (ADM-EV-3), so the overshoot bound can

@@ -5,7 +5,7 @@ in the given inclusive ranges, enumerates every interleaving of the servers' ste
 (`queueref.models.explorer`) and prints the worst global count next to the bound
 (OB-TABLE-1):
 
-* check-then-write (vLLM's protocol, the default): `worst_total` is the largest global
+* check-then-write (vLLM 0.30.0's protocol, the default): `worst_total` is the largest global
   unfinished count, `bound` is M + (N-1)*min(M, W) (OB-BOUND-1) -- the two are equal;
 * write-then-check (queueref's reserve mode): `worst_total` is the largest admitted
   count, `bound` is M (OB-WTC-1); `worst_slot_total` counts reservations in progress too,

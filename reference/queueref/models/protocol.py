@@ -11,7 +11,7 @@ sum of reads made at different moments, not a snapshot.
 
 Two protocols:
 
-* check-then-write (vLLM's, the default): read every slot, admit a request of
+* check-then-write (vLLM 0.30.0's, the default): read every slot, admit a request of
   weight `n` iff `view + n <= cap`, then write the new count to the own slot.
 * write-then-check (queueref's opt-in `mode="reserve"`): first add `n` to the
   own slot (the reservation), then read every slot (own reservation included)
