@@ -1,6 +1,7 @@
 """Differential tests: `WaitingQueues` against distillations of vLLM's own waiting loops.
 
-For each layout, thousands of random scenarios drive two systems with the same
+For each layout, 1,500 random scenarios (3,000 in all, about 42,000 events)
+drive two systems with the same
 events: `WaitingQueues(policy, layout=...)` with the test's callbacks, and the
 distillation of that vLLM version's scheduler (tests/vllm_distill_030.py for
 vLLM 0.30.0, tests/vllm_distill_033.py for vLLM 0.33.0), which has the
@@ -434,7 +435,7 @@ def deep_checks(on: bool) -> Iterator[None]:
 # the tests
 
 LAYOUTS = ["vllm-0.30", "vllm-0.33"]
-SCENARIOS = 2000  # per layout
+SCENARIOS = 1500  # per layout
 PATHS = [
     "promoted a completed KV load",
     "promoted a compiled grammar",
@@ -455,8 +456,9 @@ PATHS = [
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_agrees_with_vllm_loop(layout: str) -> None:
     """WL-STEP-1, WL-STEP-10, WL-STR-1, WL-STR-2, WL-STR-4, WL-STR-5, WL-LAY-1, WL-L33-1,
-    WL-L33-2, WL-L33-3, WL-L33-4: thousands of random scenarios, zero differences from
-    the distilled vLLM loop of the layout's version (cheap contracts on)."""
+    WL-L33-2, WL-L33-3, WL-L33-4: 1,500 random scenarios per layout, zero differences
+    from the distilled vLLM loop of the layout's version (cheap contracts on), and every
+    path of the loop taken at least 20 times."""
     coverage: Counter[str] = Counter()
     with deep_checks(False):
         found = differences(layout, range(SCENARIOS), coverage=coverage)
@@ -469,7 +471,7 @@ def test_agrees_with_vllm_loop(layout: str) -> None:
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_agrees_with_vllm_loop_under_deep_contracts(layout: str) -> None:
     """WL-STEP-1, WL-L33-3: a slice of the scenarios with the whole-structure contracts on."""
-    found = differences(layout, range(SCENARIOS, SCENARIOS + 100))
+    found = differences(layout, range(SCENARIOS, SCENARIOS + 60))
     assert found == [], found[:3]
 
 
@@ -477,8 +479,8 @@ def test_without_the_budget_guard_vllm_030_differs() -> None:
     """WL-STEP-10: the teeth: emulating `token_budget > 0` with `check` answering STOP
     (no should_continue) ends differently from vLLM 0.30.0 in many scenarios."""
     with deep_checks(False):
-        found = differences("vllm-0.30", range(1000), guard=False)
-    assert len(found) >= 30, f"only {len(found)} scenarios differ"
+        found = differences("vllm-0.30", range(800), guard=False)
+    assert len(found) >= 20, f"only {len(found)} of 800 scenarios differ"
     assert any("WAITING_FOR_STRUCTURED_OUTPUT_GRAMMAR" in f for f in found), found[:3]
 
 
@@ -489,6 +491,6 @@ def test_each_layout_differs_from_the_other_versions_loop(layout: str, loop: str
     """WL-LAY-1: the scenarios tell the two versions apart: each layout disagrees with
     the other version's loop, so agreement with its own is not a coincidence."""
     with deep_checks(False):
-        found = differences(layout, range(400), loop=loop)
+        found = differences(layout, range(300), loop=loop)
     # Compared without the queue layout (which requests wait, run, with which status).
-    assert len(found) >= 8, f"only {len(found)} of 400 scenarios differ"
+    assert len(found) >= 6, f"only {len(found)} of 300 scenarios differ"
