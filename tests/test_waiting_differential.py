@@ -1,8 +1,8 @@
 """Differential tests: `WaitingQueues` against distillations of vLLM's own waiting loops.
 
 For each layout, 1,500 random scenarios (3,000 in all, about 42,000 events)
-drive two systems with the same
-events: `WaitingQueues(policy, layout=...)` with the test's callbacks, and the
+drive two systems with the same events: `WaitingQueues(policy, layout=...)`
+with the test's callbacks, and the
 distillation of that vLLM version's scheduler (tests/vllm_distill_030.py for
 vLLM 0.30.0, tests/vllm_distill_033.py for vLLM 0.33.0), which has the
 per-request checks inline as vLLM does. A scenario mixes arrivals (ready and
