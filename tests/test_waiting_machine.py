@@ -70,6 +70,7 @@ class WaitingLifecycleMachine(RuleBasedStateMachine):
         self.finished: list[Any] = []
         self.status: dict[str, RequestStatus] = {}
         self.promotable: set[str] = set()
+        self.paused: set[str] = set()  # streaming sessions waiting for input (WL-STR-1)
         self.count = 0
 
     # -- the list model of a queue
@@ -157,6 +158,7 @@ class WaitingLifecycleMachine(RuleBasedStateMachine):
         then=st.sampled_from([RUN, RUN, SKIP, STOP]),
         room=st.none() | st.integers(0, 3),
         with_promote=st.booleans(),
+        budget=st.none() | st.integers(0, 4),
     )
     def schedule_step(
         self,
@@ -164,6 +166,7 @@ class WaitingLifecycleMachine(RuleBasedStateMachine):
         then: StepDecision,
         room: int | None,
         with_promote: bool,
+        budget: int | None = None,
     ) -> None:
         """WL-STEP-1 .. WL-STEP-8: one step against the model.
 
@@ -172,6 +175,9 @@ class WaitingLifecycleMachine(RuleBasedStateMachine):
         ascending key across both (WL-STEP-6) -- and the real step must ask
         its callbacks about the same requests in the same order, move the same
         requests to running, and leave the same queues (WL-STEP-1, WL-STEP-5).
+        With `budget`, should_continue answers True that many times (WL-STEP-10);
+        paused sessions take running slots (WL-STR-4) and are offered to
+        try_promote like any blocked head (WL-STR-5).
         """
         # max_running: None, or room for 0..3 more requests than are running now.
         max_running = None if room is None else len(self.running) + room
@@ -192,8 +198,14 @@ class WaitingLifecycleMachine(RuleBasedStateMachine):
         ran: list[Any] = []
         skipped_now: list[Any] = []
         asked: list[Any] = []  # the requests a callback is asked about, in order
+        guard = budget
         for request in order:
-            if max_running is not None and len(self.running) + len(ran) >= max_running:
+            if guard is not None:
+                if guard == 0:
+                    break
+                guard -= 1
+            slots = len(self.running) + len(ran) + len(self.paused)
+            if max_running is not None and slots >= max_running:
                 break
             rid = request.request_id
             if self.status[rid] in BLOCKED:
@@ -203,6 +215,7 @@ class WaitingLifecycleMachine(RuleBasedStateMachine):
                     skipped_now.append(request)
                     continue
                 self.status[rid] = RequestStatus.WAITING
+                self.paused.discard(rid)
             else:
                 asked.append(request)
             decision = next(feed, then)
@@ -235,8 +248,19 @@ class WaitingLifecycleMachine(RuleBasedStateMachine):
             real_asked.append(request)
             return request.request_id in self.promotable
 
+        answers = [budget]
+
+        def should_continue() -> bool:
+            left = answers[0]
+            assert left is not None
+            answers[0] = left - 1
+            return left > 0
+
         result = self.wq.schedule_step(
-            check, try_promote if with_promote else None, max_running=max_running
+            check,
+            try_promote if with_promote else None,
+            max_running=max_running,
+            should_continue=None if budget is None else should_continue,
         )
         note(f"ran {_ids(result)}, asked {_ids(real_asked)}")
         event(f"step: ran {min(len(ran), 3)}{'+' if len(ran) > 3 else ''}")
@@ -278,6 +302,38 @@ class WaitingLifecycleMachine(RuleBasedStateMachine):
         self.finished.append(request)
         self.status[request.request_id] = status
 
+    @precondition(lambda self: self.running)
+    @rule(data=st.data())
+    def await_stream(self, data: st.DataObject) -> None:
+        """WL-STR-1: running -> WAITING_FOR_STREAMING_REQ, skipped_waiting.add_request."""
+        request = data.draw(st.sampled_from(self.running), label="running request")
+        note(f"wq.await_stream({request.request_id!r})")
+        self.wq.await_stream(request)
+        self.running = [r for r in self.running if r is not request]
+        self.skipped = self._add(self.skipped, request)
+        self.status[request.request_id] = RequestStatus.WAITING_FOR_STREAMING_REQ
+        self.paused.add(request.request_id)
+
+    @rule(data=st.data())
+    def continue_stream(self, data: st.DataObject) -> None:
+        """WL-STR-2: running -> WAITING in waiting; a waiting streaming one: WAITING in place."""
+        streaming = [
+            r
+            for r in [*self.waiting, *self.skipped]
+            if self.status[r.request_id] is RequestStatus.WAITING_FOR_STREAMING_REQ
+        ]
+        if not [*self.running, *streaming]:
+            return
+        request = data.draw(st.sampled_from([*self.running, *streaming]), label="target")
+        note(f"wq.continue_stream({request.request_id!r})")
+        was_running = any(r is request for r in self.running)
+        self.wq.continue_stream(request)
+        self.status[request.request_id] = RequestStatus.WAITING
+        self.paused.discard(request.request_id)
+        if was_running:
+            self.running = [r for r in self.running if r is not request]
+            self.waiting = self._add(self.waiting, request)
+
     @rule(
         named=st.lists(st.one_of(requests, st.sampled_from(["ghost", "r999"])), max_size=3),
         as_str=st.booleans(),
@@ -306,6 +362,7 @@ class WaitingLifecycleMachine(RuleBasedStateMachine):
             self.running = [r for r in self.running if r is not x]
             self.finished.append(x)
             self.status[x.request_id] = RequestStatus.FINISHED_ABORTED
+            self.paused.discard(x.request_id)
 
     @rule(
         request=requests,
@@ -344,6 +401,7 @@ class WaitingLifecycleMachine(RuleBasedStateMachine):
             f"model: running is {_ids(wq.running)}, expected {_ids(self.running)}"
         )
         assert _same(list(wq.finished.values()), self.finished), "model: finished differs"
+        assert wq.num_paused_sessions == len(self.paused), "model: WL-STR-1: paused sessions"
         for r in [*self.waiting, *self.skipped, *self.running, *self.finished]:
             assert r.status is self.status[r.request_id], (
                 f"model: {r.request_id} is {r.status.name}, "

@@ -15,8 +15,8 @@ Deliberate divergences from vLLM:
   other servers between two reads.
 * write-then-check (`mode="write-then-check"`, formerly `"reserve"`) is
   queueref's addition: a hard global cap at the price of spurious
-  rejections. The default check-then-write is upstream's.
-* Limits are validated at construction (upstream validates them in
+  rejections. The default check-then-write is vLLM 0.30.0's.
+* Limits are validated at construction (vLLM 0.30.0 validates them in
   `SchedulerConfig`): negative or non-integer limits are a `ValueError`.
 """
 
@@ -227,7 +227,7 @@ def _tracker_matches(tracker: RequestTracker | None, shared_stats: object) -> bo
 class AdmissionController:
     """Per-server admission control: `check_admission(n)` admits or raises.
 
-    `mode="check-then-write"` (default) is upstream's protocol: read the count
+    `mode="check-then-write"` (default) is vLLM 0.30.0's protocol: read the count
     (the global sum of the shared slots, or the local unfinished count), admit
     iff `count + n <= max_num_queued_reqs`; the caller's tracker registration
     then writes the own slot. `mode="write-then-check"`: add `n` to
@@ -337,7 +337,7 @@ class AdmissionController:
         if not is_int_at_least(n, 1):
             raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
         if self._max_num_queued_reqs is None:
-            num_slots = 0  # no request limit: nothing to read (upstream reads nothing)
+            num_slots = 0  # no request limit: nothing to read (vLLM 0.30.0 reads nothing)
         elif self._shared_stats is None:
             num_slots = 1  # the local count
         else:

@@ -1,9 +1,9 @@
 """The errors of admission control: a rejection (HTTP 503) and a corrupt counter.
 
 Models the errors of `vllm/exceptions.py` (vLLM PR #54746). Deliberate
-divergence: `AdmissionRejected` derives from `Exception`, not from
-`ValueError` as upstream's `GracefulHTTPError` once did, so that a rejection
-is never mistaken for bad input.
+note: `AdmissionRejected` derives from `Exception`, not from `ValueError`, so
+that a rejection is never mistaken for bad input (vLLM 0.30.0's
+`GracefulHTTPError` derives from `Exception` too, through `VLLMError`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ in-flight count from the servers' own admit/finish records
 (`queueref.oracle.trace_check.check_admission_trace`, over the sweeps of
 `queueref.events`), never from sampling.
 
-Deliberate divergences from vLLM: upstream measured by watching
+Deliberate divergences from vLLM: the test plan of vLLM PR #54746 measured by watching
 `vllm:num_requests_running` (sampling); queueref computes the maximum from
 monotonic event stamps (ADM-EV-4, ADM-EV-5), so a short peak is not missed.
 """

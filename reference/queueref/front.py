@@ -8,9 +8,10 @@ Models the admission path of `vllm/v1/engine/async_llm.py`
 Deliberate divergences from vLLM:
 
 * A request with `n` parallel samples is checked and all its children are
-  registered in one synchronous step. Upstream checks `n` once
+  registered in one synchronous step. vLLM 0.30.0 checks `n` once
   and then registers the children one at a time, awaiting the engine between
-  two children, so another coroutine's check can pass in between.
+  two children, so another coroutine's check can pass in between; vLLM 0.33.0
+  registers them all before its first `await`, as here.
 * Every decision and departure can be recorded as an `AdmissionEvent`,
   stamped by the convention of `specs/admission.md` ("Event records").
 * An optional lock around check + registration gives the exact,

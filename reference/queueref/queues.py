@@ -2,7 +2,7 @@
 
 Models `vllm/v1/core/sched/request_queue.py`. The semantics, clause by clause,
 are in `specs/request-queue.md`; every contract below names the clause it
-enforces. Deliberate divergences from vLLM:
+enforces. Deliberate divergences from vLLM (0.30.0 and 0.33.0 alike):
 
 * A request may be queued once, and request ids are unique within a queue
   (preconditions RQ-ALL-2 and RQ-ALL-3). vLLM does not check; with the check
@@ -12,8 +12,8 @@ enforces. Deliberate divergences from vLLM:
   compacted when tombstones outnumber live entries) instead of vLLM's
   `list.remove` + `heapify`.
 * The priority heap orders entries by the key `(priority, arrival_time,
-  request_id)` rather than by calling the request's `<`; for vLLM's requests
-  the two agree wherever vLLM's order is defined.
+  request_id)` rather than by calling the request's `<`; vLLM's `Request.__lt__`
+  (0.30.0, 0.33.0) compares the same key and then `id()`, so the two agree.
 * Iterating an FCFS queue iterates a copy (as the priority queue does in
   vLLM), so the caller may change the queue while iterating.
 * Bad input never corrupts a queue: an object that is not a request, a

@@ -11,9 +11,9 @@ Deliberate divergences from vLLM:
   that the child pops it from: nothing depends on the order of construction.
 * The parent resets the slot of a dead child to 0 and reports it
   (`ServerGroup.reap`), so a crashed server cannot leak capacity forever.
-  Upstream has no such recovery.
+  vLLM 0.30.0 has no such recovery.
 * A "locked" protocol (a `multiprocessing.Lock` around check + registration)
-  exists as the exact baseline for the benchmark; upstream has only
+  exists as the exact baseline for the benchmark; vLLM 0.30.0 has only
   check-then-write, queueref adds write-then-check.
 
 The randomized stress run on such a group is `queueref.stress`.

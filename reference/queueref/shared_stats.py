@@ -9,7 +9,7 @@ of `vllm/v1/utils.py` (vLLM PR #54746). The semantics are stated in
 Deliberate divergences from vLLM:
 
 * `SharedAdmissionStats.from_config` reads the config dict without changing
-  it; upstream pops the buffer from it, so the order of construction matters.
+  it; vLLM 0.30.0 pops the buffer from it, so the order of construction matters.
 * Counts are validated: a negative count is never written, and a negative
   value read from a slot is an `AdmissionCounterError`, never an admission.
 * A sum reads the slots strictly one `__getitem__` per slot, in index order,
@@ -30,7 +30,7 @@ from queueref.errors import AdmissionCounterError
 from queueref.models import protocol
 from queueref.validators import is_index, is_int, is_int_at_least, is_limit
 
-#: The key under which upstream hands the buffer to a server (ADM-RISK-3).
+#: The key under which vLLM 0.30.0 hands the buffer to a server (ADM-RISK-3).
 CONFIG_KEY: Final = "mp_admission_counters"
 
 
@@ -188,9 +188,9 @@ class SharedAdmissionStats:
         client_count: int,
         client_index: int,
     ) -> SharedAdmissionStats | None:
-        """The stats named by upstream's config key, or None when absent.
+        """The stats named by vLLM 0.30.0's config key, or None when absent.
 
-        Upstream pops `"mp_admission_counters"` from the dict that is later
+        vLLM 0.30.0 pops `"mp_admission_counters"` from the dict that is later
         handed to the engine client, so the order of construction matters;
         this reads it and leaves the mapping untouched.
         """

@@ -9,17 +9,18 @@ Models the request bookkeeping of `vllm/v1/engine/output_processor.py`
 Deliberate divergences from vLLM:
 
 * `add` registers all `n` children of a parallel-sampling request in one call,
-  all or nothing; upstream registers them one at a time with an
-  `await` between two children, which lets a second check pass in between.
+  all or nothing; vLLM 0.30.0 registers them one at a time with an
+  `await` between two children, which lets a second check pass in between
+  (vLLM 0.33.0 registers them all before its first `await`, as here).
 * Ids are checked: an id already tracked (as a request or as a parent) is a
-  `ValueError` and nothing changes; upstream treats a known id as a streaming
+  `ValueError` and nothing changes; vLLM 0.30.0 treats a known id as a streaming
   update. Streaming input is not modelled.
 * There is no separate external-id map: the external id is the request id,
   which names the request (n == 1) or the parent of its children (n > 1).
 * The slot refresh writes `unfinished + reserved`, where `reserved` counts the
-  write-then-check reservations (`mode="write-then-check"`); upstream has
+  write-then-check reservations (`mode="write-then-check"`); vLLM 0.30.0 has
   no reservations, so the slot is just the unfinished count there too.
-* `finish` of an unknown id is a `KeyError` (upstream's `_finish_request` is
+* `finish` of an unknown id is a `KeyError` (vLLM 0.30.0's `_finish_request` is
   private and only called on known states).
 """
 
@@ -236,7 +237,7 @@ class RequestTracker:
         """Abort requests; a parent id cascades to its remaining children.
 
         Accepts one id or several, each an internal id or a parent id; unknown
-        ids are ignored (as upstream). Returns the internal ids ended, then
+        ids are ignored (as vLLM 0.30.0). Returns the internal ids ended, then
         refreshes the slot, even when nothing was aborted.
         """
         wanted = [request_ids] if isinstance(request_ids, str) else list(request_ids)

@@ -4,7 +4,7 @@ For every N (servers), M (cap, `max_num_queued_reqs`) and W (largest request wei
 in the given inclusive ranges, enumerates every interleaving of the servers' steps
 (`queueref.models.explorer`) and prints the worst global count next to the bound:
 
-* check-then-write (vLLM's protocol, the default): `worst_total` is the largest global
+* check-then-write (vLLM 0.30.0's protocol, the default): `worst_total` is the largest global
   unfinished count, `bound` is M + (N-1)*min(M, W) -- the two are equal;
 * write-then-check (queueref's reserve mode): `worst_total` is the largest admitted
   count, `bound` is M; `worst_slot_total` counts reservations in progress too,

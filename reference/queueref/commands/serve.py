@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=SERVE_MODES,
         default="shared",
         help="local: each server caps itself (before the PR); shared: check-then-write "
-        "(upstream); reserve: write-then-check (exact cap). Default shared.",
+        "(vLLM 0.30.0); reserve: write-then-check (exact cap). Default shared.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="listen address (127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="listen port (8000; 0 = any)")

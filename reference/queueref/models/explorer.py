@@ -159,7 +159,7 @@ def _reader_codes(
 
 
 class CheckThenWrite(Model):
-    """OB-MODEL-1: vLLM's protocol, fine-grained: state = slots + one reader code per server.
+    """OB-MODEL-1: vLLM 0.30.0's protocol, fine-grained: state = slots + one reader code per server.
 
     Reads use `protocol.accumulate`, decisions `protocol.admits_check_then_write`, like
     `AdmissionController` and the proof kernels (OB-ONE-1).
@@ -286,7 +286,7 @@ class WriteThenCheck(Model):
 class AsyncGap(Model):
     """OB-BROKEN-1: a server that can start another check before recording the first.
 
-    Upstream awaits between `check_admission()` and the `add_request()` that writes the
+    vLLM 0.30.0 awaits between `check_admission()` and the `add_request()` that writes the
     slot; meanwhile the same server can accept and check another request. Each server
     runs up to `checks_per_server` overlapping check-then-write checks that share its slot.
     State: slots + per server its checks' reader codes, sorted (they are interchangeable).
@@ -330,7 +330,7 @@ class AsyncGap(Model):
 class LazyRefresh(Model):
     """OB-BROKEN-2: a server that writes its slot only every `every` admissions.
 
-    The slot is refreshed at every finish (as upstream does on finish and abort) and at
+    The slot is refreshed at every finish (as vLLM 0.30.0 does on finish and abort) and at
     every `every`-th admission, instead of at every add. A check reads the published
     slots, its own included. State: published slots c, true counts u, admissions since the
     last refresh, reader codes. The count that matters is the true one, sum(u).

@@ -11,7 +11,7 @@ Three models, all with N servers, a cap M (`cap`) and a largest request weight W
 
 * **atomic** -- a check reads the whole sum in one step (a snapshot); the write of an
   admitted request comes later; finishes at any time.
-* **fine** -- check-then-write as vLLM does it: a check reads the slots one at a time in
+* **fine** -- check-then-write as vLLM 0.30.0 does it: a check reads the slots one at a time in
   index order, other servers act between any two reads, and the decision writes the own
   slot in the same step (deciding earlier and writing later is the same thing: the
   decision itself changes no shared state, so it commutes with the other servers' steps).

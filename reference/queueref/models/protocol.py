@@ -12,7 +12,7 @@ sum of reads made at different moments, not a snapshot.
 The protocols, each with one name (the value of `Protocol`), used by the
 API, the CLI, the trace checker and the reports:
 
-* `check-then-write` (vLLM's, the default): read every slot, admit a request
+* `check-then-write` (vLLM 0.30.0's, the default): read every slot, admit a request
   of weight `n` iff `view + n <= cap`, then write the new count to the own slot.
 * `write-then-check` (queueref's opt-in): first add `n` to the own slot (the
   reservation), then read every slot (own reservation included) and keep the

@@ -7,7 +7,7 @@ heap and no cleverness, so that it can be checked by reading it.
 
 * FCFS: `add_request` appends, `prepend_request` inserts at index 0,
   `prepend_requests(q)` inserts each request of `q` at index 0 in turn (so
-  they end up in the reverse of `q`'s iteration order, like vLLM's
+  they end up in the reverse of `q`'s iteration order, like vLLM 0.30.0's
   `deque.extendleft`).
 * PRIORITY: the list is kept sorted by `(priority, arrival_time, request_id)`;
   `add_request` and `prepend_request` insert after every smaller key, and
@@ -18,9 +18,9 @@ heap and no cleverness, so that it can be checked by reading it.
   prepended to itself and a removal of an absent request raise `ValueError`.
   `remove_requests` ignores absent requests and repeats.
 
-Models `vllm/v1/core/sched/request_queue.py` as the spec reads it. It is not a
-`queueref.RequestQueue` (it has no contracts): it is what the contracts and the
-state machines compare with.
+Models `vllm/v1/core/sched/request_queue.py` (vLLM 0.30.0 and 0.33.0) as the
+spec reads it. It is not a `queueref.RequestQueue` (it has no contracts): it is
+what the contracts and the state machines compare with.
 """
 
 from __future__ import annotations
@@ -57,9 +57,10 @@ class ListQueueModel:
     ['y', 'x', 'a', 'b']
     """
 
-    def __init__(self, policy: SchedulingPolicy | str) -> None:
+    def __init__(self, policy: SchedulingPolicy | str, items: Iterable[Any] = ()) -> None:
+        """`items` (front first) is taken as the queue's contents, trusted to be in order."""
         self.policy = SchedulingPolicy(policy)
-        self.items: list[Any] = []
+        self.items: list[Any] = list(items)
 
     # -- checks, made before any change -------------------------------------
 
