@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from queueref.models.tokens import Rule, admits_tokens, explore_tokens
+from queueref.models.tokens import Rule, admits_tokens, explore_joint, explore_tokens
 
 CTW, WTC = "check-then-write", "write-then-check"
 
@@ -86,3 +86,30 @@ def test_OB_TOK_1_bad_bounds_name_the_problem() -> None:
         explore_tokens(1, 1, 1, rule="gt")
     with pytest.raises(ValueError, match="more than 10 states"):
         explore_tokens(2, 2, 2, max_states=10)
+
+
+# (N, M, W, Mt, P) -> (worst requests, worst tokens), found by the search and checked by
+# hand against M + (N-1)*min(M, W) and Mt - 1 + N*W*P (each is reached, or the other
+# limit stops it first).
+JOINT_ROWS = [
+    ((1, 2, 2, 2, 2), (2, 4)),  # tokens: one admission of 2 x 2, then the request cap
+    ((2, 1, 1, 1, 1), (2, 2)),
+    ((2, 2, 1, 2, 1), (3, 3)),
+    ((2, 2, 1, 1, 2), (3, 4)),
+    ((2, 2, 2, 2, 1), (4, 4)),
+    ((2, 2, 1, 3, 2), (3, 6)),
+]
+
+
+@pytest.mark.parametrize(("bounds", "expected"), JOINT_ROWS)
+def test_OB_TOK_4_both_limits_never_exceed_either_bound_alone(
+    bounds: tuple[int, int, int, int, int], expected: tuple[int, int]
+) -> None:
+    """OB-TOK-4: with both limits, the two passes read at different moments, yet the request
+    count stays within OB-BOUND-1 and the tokens within OB-TOK-1 (P = W * prompt)."""
+    row = explore_joint(*bounds)
+    assert (row.worst_requests, row.worst_tokens) == expected
+    servers, cap, weight, limit, prompt = bounds
+    assert row.worst_requests <= cap + (servers - 1) * min(cap, weight)
+    assert row.worst_tokens <= limit - 1 + servers * weight * prompt
+    assert row.holds

@@ -162,3 +162,111 @@ def explore_tokens(
     bound = token_bound(rule, wtc, servers, limit, prompt)
     name = protocol.Protocol(protocol_name).value
     return TokenRow(servers, limit, prompt, rule.value, name, worst, bound, len(seen))
+
+
+# Joint limits: per server (decoding units, sorted prefilling unit tokens, check or None);
+# a check: (n, p, next read, request view, token view); reads 0..N-1 are counter 0 of
+# each slot, N..2N-1 counter 1.
+_JointCheck = tuple[int, int, int, int, int] | None
+_JointServer = tuple[int, tuple[int, ...], _JointCheck]
+
+
+@dataclass(frozen=True)
+class JointRow:
+    """One exhaustive search with both limits set: the worst of each count."""
+
+    servers: int
+    cap: int
+    weight: int
+    limit: int
+    prompt: int
+    worst_requests: int
+    worst_tokens: int
+    request_bound: int  # OB-BOUND-1: M + (N-1)*min(M, W)
+    token_bound: int  # OB-TOK-1 with P' = W*P, the most tokens one admission adds
+    states: int
+
+    @property
+    def holds(self) -> bool:
+        return self.worst_requests <= self.request_bound and self.worst_tokens <= self.token_bound
+
+
+def _joint_successors(
+    state: tuple[_JointServer, ...], cap: int, weight: int, limit: int, prompt: int
+) -> list[tuple[_JointServer, ...]]:
+    num = len(state)
+    out = []
+
+    def put(p: int, server: _JointServer) -> None:
+        out.append(state[:p] + (server,) + state[p + 1 :])
+
+    for p, (decoding, prefilling, check) in enumerate(state):
+        for i, tokens in enumerate(prefilling):  # prefill of one child done
+            if i == 0 or prefilling[i - 1] != tokens:
+                put(p, (decoding + 1, prefilling[:i] + prefilling[i + 1 :], check))
+        if decoding > 0:  # one decoding child finishes
+            put(p, (decoding - 1, prefilling, check))
+        if check is None:
+            for n in range(1, weight + 1):
+                for tokens in range(1, prompt + 1):
+                    put(p, (decoding, prefilling, (n, tokens, 0, 0, 0)))
+            continue
+        n, tokens, read, view_r, view_t = check
+        if read < num:  # counter 0 of slot `read`: its unfinished requests
+            other = state[read]
+            value = other[0] + len(other[1])
+            view_r = protocol.accumulate(view_r, value)
+            if read == num - 1 and not protocol.admits_check_then_write(view_r, n, cap):
+                put(p, (decoding, prefilling, None))  # the request limit rejects first
+                continue
+            put(p, (decoding, prefilling, (n, tokens, read + 1, view_r, view_t)))
+        elif read < 2 * num:  # counter 1 of slot `read - N`: its queued tokens
+            view_t = protocol.accumulate(view_t, sum(state[read - num][1]))
+            put(p, (decoding, prefilling, (n, tokens, read + 1, view_r, view_t)))
+        elif admits_tokens(Rule.GE, view_t, n * tokens, limit):
+            put(p, (decoding, tuple(sorted(prefilling + (tokens,) * n)), None))
+        else:
+            put(p, (decoding, prefilling, None))
+    return out
+
+
+def explore_joint(
+    servers: int, cap: int, weight: int, limit: int, prompt: int, max_states: int = 5_000_000
+) -> JointRow:
+    """Both limits set (upstream's order and `ge` rule): the worst request and token counts.
+
+    The check reads counter 0 of every slot, decides the request limit, then reads
+    counter 1 of every slot and decides the token limit: two passes at different moments.
+
+    :raises ValueError: a bound out of range, or more than `max_states` states
+    """
+    for name, value, low in (
+        ("servers", servers, 1),
+        ("cap", cap, 0),
+        ("weight", weight, 1),
+        ("limit", limit, 0),
+        ("prompt", prompt, 1),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"OB-TOK-4: {name} must be an int >= {low}, got {value!r}")
+    empty: _JointServer = (0, (), None)
+    start = (empty,) * servers
+    seen = {start}
+    frontier = deque([start])
+    worst_requests = worst_tokens = 0
+    while frontier:
+        state = frontier.popleft()
+        worst_requests = max(worst_requests, sum(d + len(pre) for d, pre, _ in state))
+        worst_tokens = max(worst_tokens, sum(sum(pre) for _, pre, _ in state))
+        for nxt in _joint_successors(state, cap, weight, limit, prompt):
+            if nxt not in seen:
+                seen.add(nxt)
+                if len(seen) > max_states:
+                    raise ValueError(f"OB-TOK-4: more than {max_states} states; lower the bounds")
+                frontier.append(nxt)
+    request_bound = cap + (servers - 1) * min(cap, weight)
+    token_bound_ = token_bound(Rule.GE, False, servers, limit, weight * prompt)
+    return JointRow(
+        servers, cap, weight, limit, prompt, worst_requests, worst_tokens,
+        request_bound, token_bound_, len(seen),
+    )  # fmt: skip
