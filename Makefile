@@ -9,6 +9,7 @@ export HYPOTHESIS_PROFILE
 PYTEST_WORKERS ?= 2
 
 .PHONY: setup redis-server test lint types crosshair-queues proofs bound-table trace vectors bench verify clean
+.PHONY: help
 
 $(STAMP): pyproject.toml
 	mkdir -p build
@@ -17,8 +18,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test,serve,plot,store]'
 	touch $(STAMP)
 
+## setup: create .venv, install queueref with its test, serve, plot and store extras, and redis-server
 setup: $(STAMP) redis-server
 
+## redis-server: install redis-server when missing (apt-get as root; else a clear failure)
 # The multi-node store is tested against a real redis-server (never a fake):
 # installed here when missing, or a clear failure -- never a skip.
 redis-server:
@@ -27,19 +30,23 @@ redis-server:
 	    apt-get install -y -q redis-server || { apt-get update -q && apt-get install -y -q redis-server; }; \
 	  else echo "redis-server is missing and this is not root: install it (apt-get install redis-server)" >&2; exit 1; fi; }
 
+## test: pytest: the in-process tests on every core, then the process-starting ones serially
 # Two runs: the in-process tests on every core, then the tests that start real
 # processes and servers one at a time, so they never compete for the cores (or ports).
 test: setup
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not multiprocess and not e2e"
 	$(BIN)/python -m pytest -q -m "multiprocess or e2e" tests
 
+## lint: ruff check and ruff format --check
 lint: setup
 	$(BIN)/ruff check reference tests proofs tools
 	$(BIN)/ruff format --check reference tests proofs tools
 
+## types: mypy --strict on the package
 types: setup
 	$(BIN)/mypy reference/queueref
 
+## crosshair-queues: CrossHair on the queue semantics; fails on any counterexample
 # Fails on any counterexample; prints each condition's status (confirmed or not).
 crosshair-queues: setup
 	mkdir -p build
@@ -47,23 +54,35 @@ crosshair-queues: setup
 		reference/queueref/queue_semantics.py | tee build/crosshair-queues.txt
 	! grep -q ": error:" build/crosshair-queues.txt
 
+## vectors: write the test vectors to build/vectors and replay them
 vectors: setup
 	$(BIN)/queueref vectors --out build/vectors
 
+## proofs: every CrossHair proof obligation of proofs/manifests, and its mutant refuted
 proofs: setup
 	$(BIN)/python tools/run_proofs.py
 
+## bound-table: the exhaustive bound table, checked against an independent formula
 bound-table: setup
 	$(BIN)/python tools/bound_table.py
 
+## trace: traceability: every requirement ID defined, tested, enforced or proved
 trace: setup
 	$(BIN)/python tools/trace.py
 
+## bench: per-operation cost of the queues and of admission
 bench: setup
 	$(BIN)/python tools/bench.py
 
+## verify: every check above, and the verification report
 verify: setup
 	$(BIN)/python tools/verify.py
 
+## clean: remove build/, .venv and the tool caches
 clean:
 	rm -rf build .venv .mypy_cache .ruff_cache .hypothesis
+
+## help: this list: one line per target
+help:
+	@awk '/^## [a-z-]+: /{sub(/^## /, ""); name = $$0; sub(/:.*/, "", name); \
+		sub(/^[^:]*: /, ""); printf "  %-17s %s\n", name, $$0}' $(MAKEFILE_LIST)

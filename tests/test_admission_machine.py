@@ -44,8 +44,8 @@ from queueref import (
     create_request_queue,
 )
 from queueref.admission import AdmissionCheck
+from queueref.models.protocol import overshoot_bound
 from queueref.queues import RequestQueue
-from queueref.servers import overshoot_bound
 
 PICK = st.integers(min_value=0, max_value=1_000)
 

@@ -32,10 +32,8 @@ from queueref.models.explorer import (
     Step,
     WriteThenCheck,
     explore,
-    overshoot_bound,
     worst_spurious_rejection,
 )
-from queueref.servers import overshoot_bound as servers_overshoot_bound
 from queueref.tracker import RequestTracker
 
 
@@ -141,13 +139,49 @@ def test_write_then_check_explorer_and_proof_kernels_agree_step_by_step() -> Non
             assert ind.reserve_invariant(servers, cap, weight, ghost)
 
 
-def test_one_formula_for_the_bound() -> None:
-    """OB-ONE-1, OB-BOUND-1: the explorer's bound is the one the implementation's stress
-    runs and the Hypothesis machine check against."""
-    for n in range(1, 6):
-        for m in range(0, 6):
-            for w in range(1, 5):
-                assert overshoot_bound(n, m, w) == servers_overshoot_bound(n, m, w)
+#: Small enough to search exhaustively in a few seconds in all.
+BOUND_TABLE = [(n, m, w) for n in (1, 2, 3) for m in (0, 1, 2, 3) for w in (1, 2, 3)]
+
+
+def bound_disagreements(
+    formula: Any, protocols: tuple[protocol.Protocol, ...]
+) -> list[tuple[str, int, int, int, int, int]]:
+    """Every (protocol, N, M, W) where `formula` differs from the worst total the
+    explorer's search reached (never the explorer's `bound` field: that is the formula)."""
+    wrong = []
+    for name in protocols:
+        for n, m, w in BOUND_TABLE:
+            worst = explore(name.value, n, m, w, spurious=False).worst_total
+            claimed = formula(name, n, m, w)
+            if claimed != worst:
+                wrong.append((name.value, n, m, w, claimed, worst))
+    return wrong
+
+
+TABLE_PROTOCOLS = (protocol.Protocol.CHECK_THEN_WRITE, protocol.Protocol.WRITE_THEN_CHECK)
+
+
+def test_the_one_bound_function_is_the_exhaustive_worst_case() -> None:
+    """OB-ONE-1, OB-BOUND-1, OB-WTC-1: `protocol.bound` -- the function the stress run, the
+    Hypothesis machine, the trace checker and the vectors call -- equals the worst global
+    count the exhaustive search reaches, for every small (N, M, W)."""
+    assert bound_disagreements(protocol.bound, TABLE_PROTOCOLS) == []
+
+
+def test_the_exhaustive_table_refutes_a_wrong_bound() -> None:
+    """OB-BOUND-1: the table check has teeth: a bound that forgets `min(M, W)` (or that
+    gives write-then-check the overshoot of check-then-write) disagrees with the search."""
+
+    def forgets_the_min(name: protocol.Protocol, n: int, m: int, w: int) -> int:
+        return m + (n - 1) * w if name is protocol.Protocol.CHECK_THEN_WRITE else m
+
+    def overshoots_everywhere(name: protocol.Protocol, n: int, m: int, w: int) -> int:
+        return protocol.overshoot_bound(n, m, w)
+
+    wrong = bound_disagreements(forgets_the_min, TABLE_PROTOCOLS[:1])
+    assert ("check-then-write", 2, 1, 2, 3, 2) in wrong
+    wrong = bound_disagreements(overshoots_everywhere, TABLE_PROTOCOLS[1:])
+    assert ("write-then-check", 2, 1, 1, 2, 1) in wrong
 
 
 # --- explorer <-> implementation --------------------------------------------------------

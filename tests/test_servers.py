@@ -16,14 +16,9 @@ import pytest
 from broken_trackers import LazyRefreshTracker
 
 from queueref import AdmissionRejected
-from queueref.servers import (
-    ServerGroup,
-    ServerSpec,
-    SlotReset,
-    StressConfig,
-    overshoot_bound,
-    run_stress,
-)
+from queueref.models.protocol import overshoot_bound
+from queueref.servers import ServerGroup, ServerSpec, SlotReset
+from queueref.stress import StressConfig, run_stress
 
 pytestmark = pytest.mark.multiprocess
 

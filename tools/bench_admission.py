@@ -99,7 +99,7 @@ def _check_cost_rows(iterations: int = 20_000, repeats: int = 5) -> list[dict[st
 def _protocol_rows(
     num_servers: int = 4, cap: int = 8, max_n: int = 2, seconds: float = 1.5, seed: int = 7
 ) -> list[dict[str, Any]]:
-    from queueref.servers import StressConfig, run_stress
+    from queueref.stress import StressConfig, run_stress
 
     rows: list[dict[str, Any]] = []
     for protocol in PROTOCOLS:

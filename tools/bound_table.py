@@ -2,7 +2,8 @@
 
 For every row, `queueref.models.explorer` enumerates every interleaving of the servers'
 steps and reports the worst count. This script checks each row against the formula,
-computed here independently of the explorer:
+recomputed here as an independent check (it does not call `queueref.models.protocol.bound`,
+the package's one definition, nor the explorer's `bound` field):
 
 * check-then-write: worst global count == M + (N-1)*min(M, W) (OB-BOUND-1: the bound
   holds and is reached);
@@ -62,7 +63,11 @@ QUICK: dict[str, list[Grid]] = {
 
 
 def expected_worst(protocol: str, servers: int, cap: int, weight: int) -> int:
-    """The formula the explorer must reproduce, written out on its own."""
+    """The formula the explorer must reproduce, written out on its own.
+
+    An independent recomputation, on purpose: `queueref.models.protocol.bound` is the
+    one definition the package uses; this copy checks it (and the explorer) from outside.
+    """
     if protocol == "check-then-write":
         effective = weight if weight < cap else cap  # heavier requests never pass
         return cap + (servers - 1) * effective

@@ -74,7 +74,7 @@ def scan(directory: str, sep: str) -> dict[str, list[str]]:
         if "mutants" in rel.parts or "broken" in rel.parts:
             continue
         for rid, names in cited_by_definition(path).items():
-            if path.name == "vectors.py" and not rid.startswith("ORC"):
+            if ("vectors" in rel.parts or path.name == "vectors.py") and not rid.startswith("ORC"):
                 continue  # a vector covering a requirement is not what enforces it
             out[rid].extend(f"{rel}{sep}{name}" for name in sorted(names))
     return out

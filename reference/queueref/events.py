@@ -9,8 +9,8 @@ overshoot bound of `specs/admission.md`.
 
 Deliberate divergences from vLLM:
 
-* vLLM keeps no such record at all; the schema is queueref's (ADM-EV-1).
-* The timestamps follow a stamping convention (ADM-EV-3) chosen so that the
+* vLLM keeps no such record at all; the schema is queueref's.
+* The timestamps follow a stamping convention chosen so that the
   maximum computed by `max_in_flight` is an upper bound of the real slot sum.
 """
 
@@ -25,6 +25,8 @@ from typing import Any, Literal, cast
 
 import icontract
 
+from queueref.validators import is_int, is_int_at_least, is_real
+
 EventKind = Literal["admit", "reject", "finish", "abort"]
 
 #: The kinds of event, in the order a sweep resolves ties (ADM-EV-4).
@@ -34,26 +36,26 @@ _DEPARTURES: frozenset[str] = frozenset({"finish", "abort"})
 
 
 def _check_fields(event: AdmissionEvent) -> str | None:
-    """The first field of `event` that breaks ADM-EV-1, as a message, or None."""
+    """The first field of `event` that breaks the event schema, as a message, or None."""
     if event.event not in EVENT_KINDS:
         return f"event must be one of {EVENT_KINDS}, got {event.event!r}"
-    if isinstance(event.t, bool) or not isinstance(event.t, (int, float)):
+    if not is_real(event.t):
         return f"t must be a float, got {event.t!r}"
     if not math.isfinite(event.t):
         return f"t must be finite, got {event.t!r}"
-    if isinstance(event.server, bool) or not isinstance(event.server, int) or event.server < 0:
+    if not is_int_at_least(event.server, 0):
         return f"server must be an int >= 0, got {event.server!r}"
     if not isinstance(event.request_id, str):
         return f"request_id must be a str, got {event.request_id!r}"
-    if isinstance(event.n, bool) or not isinstance(event.n, int) or event.n < 1:
+    if not is_int_at_least(event.n, 1):
         return f"n must be an int >= 1, got {event.n!r}"
     if event.event in _DEPARTURES:
         if event.view is not None:
             return f"view must be None for a {event.event} event, got {event.view!r}"
-    elif isinstance(event.view, bool) or not isinstance(event.view, (int, type(None))):
+    elif event.view is not None and not is_int(event.view):
         return f"view must be an int or None, got {event.view!r}"
     if event.t_before is not None:
-        if isinstance(event.t_before, bool) or not isinstance(event.t_before, (int, float)):
+        if not is_real(event.t_before):
             return f"t_before must be a float or None, got {event.t_before!r}"
         if not math.isfinite(event.t_before) or event.t_before > event.t:
             return f"t_before must be finite and <= t, got {event.t_before!r} > {event.t!r}"
@@ -62,12 +64,12 @@ def _check_fields(event: AdmissionEvent) -> str | None:
 
 @dataclass(frozen=True)
 class AdmissionEvent:
-    """One admission decision or departure of one server (ADM-EV-1).
+    """One admission decision or departure of one server.
 
     `t` is `time.monotonic()` in seconds (system-wide on Linux, so events of
     different processes are comparable); `view` is the global count the check
     read (admit/reject only); `t_before` is an optional earlier stamp taken
-    just before the slot write of a departure (ADM-EV-5).
+    just before the slot write of a departure.
     """
 
     t: float
@@ -90,7 +92,7 @@ class AdmissionEvent:
         "ADM-EV-2: from_json(to_json(e)) == e",
     )
     def to_json(self) -> str:
-        """One JSON object on one line; `t_before` is left out when it is None (ADM-EV-2)."""
+        """One JSON object on one line; `t_before` is left out when it is None."""
         record: dict[str, Any] = {
             "t": self.t,
             "server": self.server,
@@ -105,7 +107,7 @@ class AdmissionEvent:
 
     @classmethod
     def from_json(cls, line: str) -> AdmissionEvent:
-        """Parse one line written by `to_json` (ADM-EV-2); unknown keys are an error."""
+        """Parse one line written by `to_json`; unknown keys are an error."""
         record = json.loads(line)
         if not isinstance(record, dict):
             raise ValueError(f"ADM-EV-2: an event is a JSON object, got {line!r}")
@@ -120,22 +122,18 @@ class AdmissionEvent:
         t = record["t"]
         t_before = record.get("t_before")
         return cls(
-            t=float(t) if isinstance(t, int) and not isinstance(t, bool) else t,
+            t=float(t) if is_int(t) else t,
             server=record["server"],
             event=cast(EventKind, record["event"]),
             request_id=record["request_id"],
             n=record["n"],
             view=record.get("view"),
-            t_before=(
-                float(t_before)
-                if isinstance(t_before, int) and not isinstance(t_before, bool)
-                else t_before
-            ),
+            t_before=(float(t_before) if is_int(t_before) else t_before),
         )
 
 
 def write_jsonl(events: Iterable[AdmissionEvent], path: str | Path) -> int:
-    """Write the events to `path`, one JSON object a line (ADM-EV-2); returns how many."""
+    """Write the events to `path`, one JSON object a line; returns how many."""
     count = 0
     with open(path, "w", encoding="utf-8") as stream:
         for event in events:
@@ -146,12 +144,12 @@ def write_jsonl(events: Iterable[AdmissionEvent], path: str | Path) -> int:
 
 
 def read_jsonl(path: str | Path) -> list[AdmissionEvent]:
-    """Read the events written by `write_jsonl` (ADM-EV-2); blank lines are skipped."""
+    """Read the events written by `write_jsonl`; blank lines are skipped."""
     with open(path, encoding="utf-8") as stream:
         return [AdmissionEvent.from_json(line) for line in stream if line.strip()]
 
 
-def _sweep(points: Sequence[tuple[float, int, int]]) -> int:
+def sweep(points: Sequence[tuple[float, int, int]]) -> int:
     """The running maximum of the sum of deltas, in (time, rank) order."""
     level = 0
     best = 0
@@ -167,11 +165,12 @@ def _sweep(points: Sequence[tuple[float, int, int]]) -> int:
     "ADM-EV-4: the maximum never exceeds everything admitted",
 )
 def max_in_flight(events: Iterable[AdmissionEvent]) -> int:
-    """The global in-flight maximum: sweep admit +n, finish/abort -n, ordered by `t` (ADM-EV-4).
+    """The global in-flight maximum: sweep admit +n, finish/abort -n, ordered by `t`.
 
     Ties are resolved conservatively: at equal `t`, admissions count before
     departures. Rejections do not change the count. With the stamping
-    convention of ADM-EV-3 the result is an upper bound of the real slot sum.
+    convention of `specs/admission.md` the result is an upper bound of the
+    real slot sum.
     """
     points: list[tuple[float, int, int]] = []
     for event in events:
@@ -179,12 +178,12 @@ def max_in_flight(events: Iterable[AdmissionEvent]) -> int:
             points.append((event.t, 0, event.n))
         elif event.event in _DEPARTURES:
             points.append((event.t, 1, -event.n))
-    return _sweep(points)
+    return sweep(points)
 
 
 @icontract.ensure(lambda result: result >= 0, "ADM-EV-5: the maximum is never negative")
 def max_admitted_in_flight(events: Iterable[AdmissionEvent]) -> int:
-    """The decided-and-not-yet-released maximum: departures at `t_before` (ADM-EV-5).
+    """The decided-and-not-yet-released maximum: departures at `t_before`.
 
     Admissions count from `t` (after the decision), departures from
     `t_before` (before the slot write), ties resolved in favour of the
@@ -200,4 +199,4 @@ def max_admitted_in_flight(events: Iterable[AdmissionEvent]) -> int:
             if event.t_before is None:
                 raise ValueError(f"ADM-EV-5: departure without t_before: {event!r}")
             points.append((event.t_before, 0, -event.n))
-    return _sweep(points)
+    return sweep(points)

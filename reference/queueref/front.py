@@ -8,11 +8,11 @@ Models the admission path of `vllm/v1/engine/async_llm.py`
 Deliberate divergences from vLLM:
 
 * A request with `n` parallel samples is checked and all its children are
-  registered in one synchronous step (ADM-FRONT-2). Upstream checks `n` once
+  registered in one synchronous step. Upstream checks `n` once
   and then registers the children one at a time, awaiting the engine between
   two children, so another coroutine's check can pass in between.
 * Every decision and departure can be recorded as an `AdmissionEvent`,
-  stamped by the convention of ADM-EV-3.
+  stamped by the convention of `specs/admission.md` ("Event records").
 * An optional lock around check + registration gives the exact,
   lock-protected baseline protocol the benchmark compares with ("locked").
 * There is no engine: `submit` is any coroutine function standing for
@@ -28,14 +28,11 @@ from typing import Any
 
 import icontract
 
-from queueref.admission import (
-    AdmissionController,
-    AdmissionRejected,
-    QueueOverflowError,
-    is_int_at_least,
-)
+from queueref.admission import AdmissionController
+from queueref.errors import AdmissionRejected, QueueOverflowError
 from queueref.events import AdmissionEvent, EventKind
 from queueref.tracker import RequestTracker
+from queueref.validators import is_int_at_least
 
 Recorder = Callable[[AdmissionEvent], None]
 Submitter = Callable[[str], Awaitable[None]]
@@ -45,10 +42,10 @@ class APIServer:
     """One API server process's front: `admit` is check + registration, never split.
 
     `admit` runs `check_admission(n)` and the tracker registration of all `n`
-    children with no `await` between them (ADM-FRONT-1), so two coroutines of
+    children with no `await` between them, so two coroutines of
     one server can never both take the last slot. `add_request` then awaits
     the submission of each child; a failure or a cancellation there aborts
-    every child, giving the slots back (ADM-FRONT-2).
+    every child, giving the slots back.
     """
 
     @icontract.require(
@@ -118,12 +115,12 @@ class APIServer:
         "ADM-FRONT-1: the registration takes the reservation over (no double count)",
     )
     def admit(self, request_id: str, n: int = 1, num_prompt_tokens: int = 1) -> list[str]:
-        """Check and register in one synchronous step; raise `AdmissionRejected` (ADM-FRONT-1).
+        """Check and register in one synchronous step; raise `AdmissionRejected`.
 
         Returns the internal ids registered. A rejection registers nothing and
         changes no count. Events: `admit` is stamped right after the decision
         and before the slot write of the registration; `reject` right after
-        the decision (ADM-EV-3).
+        the decision.
         """
         # ADM-FRONT-1: bad ids are refused before any check, so no reservation is at stake.
         self.tracker.check_new_request(request_id, n, num_prompt_tokens)
@@ -147,7 +144,7 @@ class APIServer:
     async def add_request(
         self, request_id: str, n: int = 1, num_prompt_tokens: int = 1
     ) -> list[str]:
-        """`admit`, then await the submission of every child (ADM-FRONT-2).
+        """`admit`, then await the submission of every child.
 
         If a submission fails or the coroutine is cancelled, every child still
         tracked is aborted (its slot given back) and the error propagates.
@@ -169,7 +166,7 @@ class APIServer:
         "ADM-TRK-3: finishing ends exactly one internal request",
     )
     def finish(self, request_id: str) -> None:
-        """An internal request finished; stamps `t_before`/`t` around the slot write (ADM-EV-3)."""
+        """An internal request finished; stamps `t_before`/`t` around the slot write."""
         t_before = self._clock()
         self.tracker.finish(request_id)
         self._emit(self._clock(), "finish", request_id, 1, None, t_before)
@@ -182,7 +179,7 @@ class APIServer:
         "ADM-TRK-2: exactly the returned requests are gone",
     )
     def abort(self, request_id: str) -> list[str]:
-        """Abort a request, a parent with its children; one event if any ended (ADM-TRK-2)."""
+        """Abort a request, a parent with its children; one event if any ended."""
         t_before = self._clock()
         ended = self.tracker.abort(request_id)
         if ended:
@@ -190,5 +187,5 @@ class APIServer:
         return ended
 
     def prefill_done(self, request_id: str) -> None:
-        """The first output of an internal request arrived (ADM-TRK-4)."""
+        """The first output of an internal request arrived."""
         self.tracker.prefill_done(request_id)

@@ -46,20 +46,15 @@ from queueref.admission import (
 )
 from queueref.events import AdmissionEvent
 from queueref.front import APIServer
+from queueref.models.protocol import parse_protocol
 from queueref.servers import START_METHOD, ServerGroup, ServerSpec, SlotReset
 from queueref.tracker import RequestTracker
+from queueref.validators import is_int_at_least
 
 ServeMode = Literal["local", "shared", "reserve"]
 
 #: The admission protocols `serve` offers (E2E-SRV-1).
 SERVE_MODES: Final[tuple[ServeMode, ...]] = ("local", "shared", "reserve")
-
-#: The protocol of `queueref.servers` each mode runs; local builds its own controller.
-_PROTOCOLS: Final[dict[str, Any]] = {
-    "local": "check-then-write",
-    "shared": "check-then-write",
-    "reserve": "write-then-check",
-}
 
 #: The paths of the completion endpoint (E2E-SRV-2).
 COMPLETION_PATHS: Final = ("/v1/completions", "/v1/chat/completions")
@@ -445,13 +440,9 @@ class HttpServers:
         startup_timeout: float = 30.0,
     ) -> None:
         # E2E-CLI-1: bad input is refused before anything starts.
-        if isinstance(num_servers, bool) or not isinstance(num_servers, int) or num_servers < 1:
+        if not is_int_at_least(num_servers, 1):
             raise ValueError(f"--servers must be an integer >= 1, got {num_servers!r}")
-        if (
-            isinstance(max_num_queued_reqs, bool)
-            or not isinstance(max_num_queued_reqs, int)
-            or max_num_queued_reqs < 0
-        ):
+        if not is_int_at_least(max_num_queued_reqs, 0):
             raise ValueError(
                 f"--max-num-queued-reqs must be an integer >= 0, got {max_num_queued_reqs!r}"
             )
@@ -511,7 +502,7 @@ class HttpServers:
             serve_process,
             self.num_servers,
             max_num_queued_reqs=self.max_num_queued_reqs,
-            protocol=_PROTOCOLS[self.mode],
+            protocol=parse_protocol(self.mode),
             args=(http,),
         )
         self._group = group

@@ -20,6 +20,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import icontract
 
+from queueref.validators import is_int, is_int_at_least, is_real
+
 
 class RequestStatus(enum.IntEnum):
     """The life of a request, as in vLLM (the order matters: finished is last)."""
@@ -71,7 +73,7 @@ class RequestLike(Protocol):
 
 
 def check_request_shape(request: object) -> None:
-    """RQ-REQ-3: raise naming the first field a queue cannot use.
+    """Raise naming the first field a queue cannot use.
 
     `TypeError` for a missing field or one of the wrong type (`request_id` a
     str, `priority` an int, `arrival_time` a real number); `ValueError` for a
@@ -95,24 +97,20 @@ def check_request_shape(request: object) -> None:
                 f"it has no {field!r} attribute (a request needs {', '.join(REQUEST_FIELDS)})"
             )
     fields: Any = request
-    for field, kinds, wanted in (
-        ("request_id", (str,), "a str"),
-        ("priority", (int,), "an int"),
-        ("arrival_time", (int, float), "a real number"),
+    for field, valid, wanted in (
+        ("request_id", lambda value: isinstance(value, str), "a str"),
+        ("priority", is_int, "an int (not a bool)"),
+        ("arrival_time", is_real, "a real number (not a bool)"),
     ):
         value = getattr(fields, field)
-        if not isinstance(value, kinds):
+        if not valid(value):
             raise TypeError(f"RQ-REQ-3: {field} must be {wanted}, got {value!r}")
     if fields.arrival_time != fields.arrival_time:
         raise ValueError("RQ-REQ-3: arrival_time must not be NaN")
 
 
-def _is_int_at_least(value: object, minimum: int) -> bool:
-    return isinstance(value, int) and value >= minimum
-
-
 def request_key(request: Any) -> RequestKey:
-    """RQ-REQ-1: the ordering key `(priority, arrival_time, request_id)`."""
+    """The ordering key `(priority, arrival_time, request_id)`."""
     return (request.priority, request.arrival_time, request.request_id)
 
 
@@ -135,12 +133,12 @@ class Request:
         error=TypeError,
     )
     @icontract.require(
-        lambda n: _is_int_at_least(n, 1),
+        lambda n: is_int_at_least(n, 1),
         "RQ-REQ-4: n (parallel samples) is an int of at least 1",
         error=ValueError,
     )
     @icontract.require(
-        lambda num_prompt_tokens: _is_int_at_least(num_prompt_tokens, 0),
+        lambda num_prompt_tokens: is_int_at_least(num_prompt_tokens, 0),
         "RQ-REQ-4: num_prompt_tokens is an int, not negative",
         error=ValueError,
     )
@@ -161,15 +159,15 @@ class Request:
         self.n = n
         # RQ-REQ-4: the same checks hold under `python -O`, where contracts are off.
         check_request_shape(self)
-        if not isinstance(n, int) or n < 1:
+        if not is_int_at_least(n, 1):
             raise ValueError(f"RQ-REQ-4: n must be an int of at least 1, got {n!r}")
-        if not isinstance(num_prompt_tokens, int) or num_prompt_tokens < 0:
+        if not is_int_at_least(num_prompt_tokens, 0):
             raise ValueError(
                 f"RQ-REQ-4: num_prompt_tokens must be an int >= 0, got {num_prompt_tokens!r}"
             )
 
     def __lt__(self, other: Request) -> bool:
-        """RQ-REQ-1: order by `(priority, arrival_time, request_id)`."""
+        """Order by `(priority, arrival_time, request_id)`."""
         return request_key(self) < request_key(other)
 
     # RQ-REQ-2: equality and hash stay object identity (no __eq__ / __hash__ here).

@@ -9,7 +9,7 @@ Models the request bookkeeping of `vllm/v1/engine/output_processor.py`
 Deliberate divergences from vLLM:
 
 * `add` registers all `n` children of a parallel-sampling request in one call,
-  all or nothing (ADM-TRK-1); upstream registers them one at a time with an
+  all or nothing; upstream registers them one at a time with an
   `await` between two children, which lets a second check pass in between.
 * Ids are checked: an id already tracked (as a request or as a parent) is a
   `ValueError` and nothing changes; upstream treats a known id as a streaming
@@ -17,7 +17,7 @@ Deliberate divergences from vLLM:
 * There is no separate external-id map: the external id is the request id,
   which names the request (n == 1) or the parent of its children (n > 1).
 * The slot refresh writes `unfinished + reserved`, where `reserved` counts the
-  write-then-check reservations of `mode="reserve"` (ADM-TRK-7); upstream has
+  write-then-check reservations (`mode="write-then-check"`); upstream has
   no reservations, so the slot is just the unfinished count there too.
 * `finish` of an unknown id is a `KeyError` (upstream's `_finish_request` is
   private and only called on known states).
@@ -31,16 +31,12 @@ from dataclasses import dataclass
 import icontract
 
 from queueref import config
-from queueref.admission import (
-    SharedAdmissionStats,
-    is_int,
-    is_int_at_least,
-    is_private_buffer,
-)
+from queueref.shared_stats import SharedAdmissionStats, is_private_buffer
+from queueref.validators import is_int_at_least
 
 
 def child_request_id(request_id: str, index: int) -> str:
-    """The id of child `index` of a parallel-sampling request, as vLLM names it (ADM-TRK-1)."""
+    """The id of child `index` of a parallel-sampling request, as vLLM names it."""
     return f"{index}_{request_id}"
 
 
@@ -61,7 +57,7 @@ class _RequestState:
 
 
 def _consistent(tracker: RequestTracker) -> bool:
-    """The whole-structure invariant: caches equal the traversal (ADM-TRK-6)."""
+    """The whole-structure invariant: caches equal the traversal."""
     states = tracker._states
     queued = sum(state.num_prompt_tokens for state in states.values() if state.is_prefilling)
     if queued != tracker._queued_tokens:
@@ -99,7 +95,7 @@ def _own_slot_current(tracker: RequestTracker) -> bool:
     "ADM-TRK-6: the cached counts equal the tracked requests",
 )
 class RequestTracker:
-    """The unfinished requests of one API server, and its slot refresh (ADM-TRK-5).
+    """The unfinished requests of one API server, and its slot refresh.
 
     The slot of the server is refreshed at exactly three exits -- `add`,
     `abort` and `finish` -- plus the reservation writes of write-then-check
@@ -121,15 +117,15 @@ class RequestTracker:
 
     @property
     def num_reserved(self) -> int:
-        """Reservations written by write-then-check checks, not yet registered (ADM-TRK-7)."""
+        """Reservations written by write-then-check checks, not yet registered."""
         return self._reserved
 
     def get_num_unfinished_requests(self) -> int:
-        """The number of internal requests not finished or aborted (ADM-TRK-6)."""
+        """The number of internal requests not finished or aborted."""
         return len(self._states)
 
     def get_num_queued_tokens(self) -> int:
-        """The prompt tokens of the requests still in prefill (ADM-TRK-4)."""
+        """The prompt tokens of the requests still in prefill."""
         return self._queued_tokens
 
     def has_request(self, request_id: str) -> bool:
@@ -141,7 +137,7 @@ class RequestTracker:
         return list(self._states)
 
     def children_of(self, request_id: str) -> list[str]:
-        """The internal ids an abort of `request_id` would end (ADM-TRK-2)."""
+        """The internal ids an abort of `request_id` would end."""
         if request_id in self._parents:
             # O(k): the parent's live children, in registration order.
             return list(self._parents[request_id])
@@ -150,17 +146,17 @@ class RequestTracker:
         return []
 
     def _refresh(self) -> None:
-        """Write this server's count to its own slot (ADM-TRK-5)."""
+        """Write this server's count to its own slot."""
         if self._stats is not None:
             self._stats.set_num_requests(len(self._states) + self._reserved)
 
     def check_new_request(self, request_id: str, n: int = 1, num_prompt_tokens: int = 1) -> None:
-        """Raise `ValueError` when `add(request_id, n, num_prompt_tokens)` would (ADM-TRK-1)."""
+        """Raise `ValueError` when `add(request_id, n, num_prompt_tokens)` would."""
         if not isinstance(request_id, str):
             raise ValueError(f"ADM-TRK-1: a request id is a str, got {request_id!r}")
-        if not is_int(n) or n < 1:
+        if not is_int_at_least(n, 1):
             raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
-        if not is_int(num_prompt_tokens) or num_prompt_tokens < 0:
+        if not is_int_at_least(num_prompt_tokens, 0):
             raise ValueError(
                 f"ADM-TRK-4: num_prompt_tokens must be an int >= 0, got {num_prompt_tokens!r}"
             )
@@ -192,13 +188,13 @@ class RequestTracker:
     )
     @icontract.ensure(lambda self: _own_slot_current(self), "ADM-TRK-5: add refreshes the slot")
     def add(self, request_id: str, n: int = 1, num_prompt_tokens: int = 1) -> list[str]:
-        """Register a request of `n` parallel samples, all or nothing (ADM-TRK-1).
+        """Register a request of `n` parallel samples, all or nothing.
 
         Returns the internal ids: `[request_id]` for n == 1, otherwise the
         children `0_<id>` .. `<n-1>_<id>` under the parent `request_id`. Each
         is in prefill with `num_prompt_tokens` prompt tokens. Up to `n`
-        outstanding reservations become the real count (ADM-TRK-7), then the
-        slot is refreshed (ADM-TRK-5). Nothing changes when it raises.
+        outstanding reservations become the real count, then the
+        slot is refreshed. Nothing changes when it raises.
         """
         self.check_new_request(request_id, n, num_prompt_tokens)
         ids = child_request_ids(request_id, n)
@@ -237,11 +233,11 @@ class RequestTracker:
     )
     @icontract.ensure(lambda self: _own_slot_current(self), "ADM-TRK-5: abort refreshes the slot")
     def abort(self, request_ids: str | Iterable[str]) -> list[str]:
-        """Abort requests; a parent id cascades to its remaining children (ADM-TRK-2).
+        """Abort requests; a parent id cascades to its remaining children.
 
         Accepts one id or several, each an internal id or a parent id; unknown
         ids are ignored (as upstream). Returns the internal ids ended, then
-        refreshes the slot (ADM-TRK-5), even when nothing was aborted.
+        refreshes the slot, even when nothing was aborted.
         """
         wanted = [request_ids] if isinstance(request_ids, str) else list(request_ids)
         for request_id in wanted:  # validate all first: a bad id must change nothing
@@ -267,7 +263,7 @@ class RequestTracker:
     )
     @icontract.ensure(lambda self: _own_slot_current(self), "ADM-TRK-5: finish refreshes the slot")
     def finish(self, request_id: str) -> None:
-        """An internal request finished normally; the slot is refreshed (ADM-TRK-3, ADM-TRK-5)."""
+        """An internal request finished normally; the slot is refreshed."""
         if request_id not in self._states:
             raise KeyError(f"ADM-TRK-3: unknown request {request_id!r}")
         self._drop(request_id)
@@ -284,9 +280,9 @@ class RequestTracker:
         "ADM-TRK-4: leaving prefill is not finishing",
     )
     def prefill_done(self, request_id: str) -> None:
-        """The first output arrived: the request's prompt no longer queues (ADM-TRK-4).
+        """The first output arrived: the request's prompt no longer queues.
 
-        Not one of the three exits: the slot is not written (ADM-TRK-5).
+        Not one of the three exits: the slot is not written.
         """
         if request_id not in self._states:
             raise KeyError(f"ADM-TRK-4: unknown request {request_id!r}")
@@ -307,8 +303,8 @@ class RequestTracker:
         lambda self: _own_slot_current(self), "ADM-CTL-9: the reservation is in the slot"
     )
     def reserve(self, n: int) -> None:
-        """Add `n` to the own slot before reading it: write-then-check (ADM-TRK-7, ADM-CTL-9)."""
-        if not is_int(n) or n < 1:
+        """Add `n` to the own slot before reading it: write-then-check."""
+        if not is_int_at_least(n, 1):
             raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
         self._reserved += n
         self._refresh()
@@ -328,8 +324,8 @@ class RequestTracker:
     )
     @icontract.ensure(lambda self: _own_slot_current(self), "ADM-CTL-6: the slot is rolled back")
     def release_reservation(self, n: int) -> None:
-        """Write a reservation back: the rollback of a rejected check (ADM-TRK-7, ADM-CTL-6)."""
-        if not is_int(n) or n < 1 or n > self._reserved:
+        """Write a reservation back: the rollback of a rejected check."""
+        if not is_int_at_least(n, 1) or n > self._reserved:
             raise ValueError(
                 f"ADM-TRK-7: cannot give back {n!r} of {self._reserved} reserved slots"
             )

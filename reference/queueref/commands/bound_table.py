@@ -2,15 +2,14 @@
 
 For every N (servers), M (cap, `max_num_queued_reqs`) and W (largest request weight n)
 in the given inclusive ranges, enumerates every interleaving of the servers' steps
-(`queueref.models.explorer`) and prints the worst global count next to the bound
-(OB-TABLE-1):
+(`queueref.models.explorer`) and prints the worst global count next to the bound:
 
 * check-then-write (vLLM's protocol, the default): `worst_total` is the largest global
-  unfinished count, `bound` is M + (N-1)*min(M, W) (OB-BOUND-1) -- the two are equal;
+  unfinished count, `bound` is M + (N-1)*min(M, W) -- the two are equal;
 * write-then-check (queueref's reserve mode): `worst_total` is the largest admitted
-  count, `bound` is M (OB-WTC-1); `worst_slot_total` counts reservations in progress too,
+  count, `bound` is M; `worst_slot_total` counts reservations in progress too,
   and `spurious_rejection` is the largest free capacity M - A at which a request that fits
-  can be rejected under contention (OB-WTC-3; null when it never happens).
+  can be rejected under contention (null when it never happens).
 
 `--json` prints a JSON list of rows; `--witness` adds the interleaving that reaches
 `worst_total` (and, for write-then-check, the one that shows the spurious rejection).
@@ -50,7 +49,8 @@ class UsageError(Exception):
 
 
 def parse_range(text: str, name: str, minimum: int) -> range:
-    """OB-TABLE-2: `A-B` (inclusive) or `A`, with minimum <= A <= B."""
+    """`A-B` (inclusive) or `A`, with minimum <= A <= B."""
+    # OB-TABLE-2: a bad range is a usage error (exit 2, one line), never a traceback.
     parts = text.strip().split("-")
     try:
         if len(parts) == 1:
@@ -177,7 +177,7 @@ def _print_table(protocol: str, rows: list[dict[str, object]], witness: bool) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    """OB-TABLE-2: print the rows; exit 0, 1 (a row over its bound) or 2 (bad arguments)."""
+    """Print the rows; exit 0, 1 (a row over its bound) or 2 (bad arguments)."""
     try:
         rows = _rows(args)
     except UsageError as error:

@@ -1,8 +1,8 @@
 """`queueref vectors --out DIR`: write the test vectors, then replay them against the reference.
 
-The format of the tree is in `specs/oracle.md` (ORC-VEC-1). After writing,
-the cases are read back from disk and replayed against queueref's reference
-(ORC-VEC-3); the exit status is 0 when every case agrees, 1 when one does not,
+The format of the tree is in `specs/oracle.md`. After writing,
+the cases are read back from disk and replayed against queueref's
+reference; the exit status is 0 when every case agrees, 1 when one does not,
 2 when the tree cannot be written (one line on stderr, no traceback).
 """
 
@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """ORC-VEC-1, ORC-VEC-3: write, read back, replay; report in a few lines."""
+    """Write, read back, replay; report in a few lines."""
     try:
         written = write_vectors(args.out)
     except OSError as error:

@@ -49,6 +49,10 @@ from queueref.models.protocol import (
     admits_check_then_write,
     keeps_reservation,
 )
+from queueref.models.protocol import bound as protocol_bound
+
+# Re-exported: callers of the explorer name the bound it is measured against.
+from queueref.models.protocol import overshoot_bound as overshoot_bound
 
 #: A state: a tuple of small ints (the slots first, then per-model fields).
 State = tuple[int, ...]
@@ -58,11 +62,6 @@ RawStep = tuple[str, int, int, int]
 CHECK_THEN_WRITE = Protocol.CHECK_THEN_WRITE.value
 WRITE_THEN_CHECK = Protocol.WRITE_THEN_CHECK.value
 PROTOCOLS: tuple[str, ...] = (CHECK_THEN_WRITE, WRITE_THEN_CHECK)
-
-
-def overshoot_bound(servers: int, cap: int, weight: int) -> int:
-    """OB-BOUND-1: the worst global count of check-then-write, M + (N-1)*min(M, W)."""
-    return cap + (servers - 1) * min(cap, weight)
 
 
 @dataclass(frozen=True)
@@ -609,10 +608,9 @@ def explore(
         slot_total: Callable[[State], int] = lambda s: sum(s[:servers])
         found = search(model, parents=witness, also=[slot_total], max_states=max_states)
         extra["worst_slot_total"] = found.also[0]
-        bound = cap
     else:
         found = search(model, parents=witness, max_states=max_states)
-        bound = overshoot_bound(servers, cap, weight)
+    bound = protocol_bound(Protocol(protocol), servers, cap, weight)
     if spurious and protocol == WRITE_THEN_CHECK:
         extra["spurious_rejection"] = worst_spurious_rejection(protocol, servers, cap, weight)[0]
     return Exploration(

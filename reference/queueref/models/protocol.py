@@ -9,27 +9,111 @@ A server's check reads the shared slots one at a time, in index order; other
 servers may act between any two reads. The view it accumulates is therefore a
 sum of reads made at different moments, not a snapshot.
 
-Two protocols:
+The protocols, each with one name (the value of `Protocol`), used by the
+API, the CLI, the trace checker and the reports:
 
-* check-then-write (vLLM's, the default): read every slot, admit a request of
-  weight `n` iff `view + n <= cap`, then write the new count to the own slot.
-* write-then-check (queueref's opt-in `mode="reserve"`): first add `n` to the
-  own slot (the reservation), then read every slot (own reservation included)
-  and keep the reservation iff `view <= cap`; otherwise write it back and
-  reject.
+* `check-then-write` (vLLM's, the default): read every slot, admit a request
+  of weight `n` iff `view + n <= cap`, then write the new count to the own slot.
+* `write-then-check` (queueref's opt-in): first add `n` to the own slot (the
+  reservation), then read every slot (own reservation included) and keep the
+  reservation iff `view <= cap`; otherwise write it back and reject.
+* `locked`: check-then-write under one lock shared by every server, the
+  exact baseline of the benchmark.
+* `local`: check-then-write on the server's own count only (the behaviour
+  before vLLM PR #54746).
+
+`shared` and `reserve` are the old names of check-then-write and
+write-then-check; `parse_protocol` still accepts them (deprecated, see the
+README). `bound` is the one statement of each protocol's worst global count.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Final
 
 
 class Protocol(StrEnum):
-    """The admission protocols that queueref models and implements."""
+    """The admission protocols that queueref models and implements, by their one name."""
 
     CHECK_THEN_WRITE = "check-then-write"
     WRITE_THEN_CHECK = "write-then-check"
+    LOCKED = "locked"
+    LOCAL = "local"
+
+
+#: Old spellings, still accepted where users type a protocol (deprecated: see the README).
+DEPRECATED_ALIASES: Final[Mapping[str, Protocol]] = {
+    "shared": Protocol.CHECK_THEN_WRITE,
+    "reserve": Protocol.WRITE_THEN_CHECK,
+}
+
+
+def spellings(allowed: Iterable[Protocol] = tuple(Protocol)) -> tuple[str, ...]:
+    """Every accepted spelling of the `allowed` protocols: the names, then the old aliases.
+
+    >>> spellings([Protocol.CHECK_THEN_WRITE, Protocol.WRITE_THEN_CHECK])
+    ('check-then-write', 'write-then-check', 'shared', 'reserve')
+    """
+    chosen = tuple(allowed)
+    aliases = tuple(alias for alias, target in DEPRECATED_ALIASES.items() if target in chosen)
+    return tuple(p.value for p in chosen) + aliases
+
+
+def parse_protocol(name: object, allowed: Iterable[Protocol] = tuple(Protocol)) -> Protocol:
+    """The protocol a name (or a deprecated alias) spells; `ValueError` naming the choices.
+
+    >>> parse_protocol("write-then-check") is parse_protocol("reserve")
+    True
+    >>> parse_protocol("fast")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown admission protocol 'fast': expected one of check-then-write, ...
+    """
+    chosen = tuple(allowed)
+    found: Protocol | None = None
+    if isinstance(name, str):
+        found = DEPRECATED_ALIASES.get(name)
+        if found is None and name in {p.value for p in Protocol}:
+            found = Protocol(name)
+    if found is None or found not in chosen:
+        aliases = [alias for alias, target in DEPRECATED_ALIASES.items() if target in chosen]
+        old = f" (or the deprecated {', '.join(aliases)})" if aliases else ""
+        raise ValueError(
+            f"unknown admission protocol {name!r}: expected one of "
+            f"{', '.join(p.value for p in chosen)}{old}"
+        )
+    return found
+
+
+def overshoot_bound(num_servers: int, max_num_queued_reqs: int, max_n: int) -> int:
+    """The most check-then-write ever admits: `M + (N - 1) * min(M, W)`.
+
+    N servers, a cap M, requests of weight at most W.
+
+    >>> overshoot_bound(3, 4, 2)
+    8
+    """
+    return max_num_queued_reqs + (num_servers - 1) * min(max_num_queued_reqs, max_n)
+
+
+def bound(protocol: Protocol, num_servers: int, max_num_queued_reqs: int, max_n: int) -> int:
+    """The worst global count of `protocol`: the one definition every other place calls.
+
+    check-then-write: `overshoot_bound`; write-then-check and locked: the cap
+    M itself (admitted requests); local: `N * M` (each server caps only itself).
+
+    >>> [bound(p, 3, 4, 2) for p in Protocol]
+    [8, 4, 4, 12]
+    """
+    protocol = parse_protocol(protocol)
+    if protocol is Protocol.CHECK_THEN_WRITE:
+        return overshoot_bound(num_servers, max_num_queued_reqs, max_n)
+    if protocol is Protocol.LOCAL:
+        return num_servers * max_num_queued_reqs
+    return max_num_queued_reqs
 
 
 def accumulate(view: int, slot_value: int) -> int:
@@ -48,10 +132,14 @@ def keeps_reservation(view: int, cap: int) -> bool:
 
 
 def admits(protocol: Protocol, view: int, n: int, cap: int) -> bool:
-    """The decision step of either protocol, from the view the check read."""
-    if protocol is Protocol.CHECK_THEN_WRITE:
-        return admits_check_then_write(view, n, cap)
-    return keeps_reservation(view, cap)
+    """The decision step of a protocol, from the view the check read.
+
+    write-then-check keeps its reservation; every other protocol decides as
+    check-then-write (locked and local differ in what they read, not in the rule).
+    """
+    if protocol is Protocol.WRITE_THEN_CHECK:
+        return keeps_reservation(view, cap)
+    return admits_check_then_write(view, n, cap)
 
 
 @dataclass(frozen=True)

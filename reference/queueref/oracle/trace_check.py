@@ -36,8 +36,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from queueref.events import AdmissionEvent, max_admitted_in_flight, max_in_flight
+from queueref.models.protocol import bound as protocol_bound
+from queueref.models.protocol import parse_protocol
 from queueref.oracle.errors import TraceFormatError
 from queueref.tracker import child_request_ids
+from queueref.validators import is_int_at_least
 
 #: The modes `check_admission_trace` knows (ORC-TR-10).
 MODES: Final = ("shared", "locked", "reserve", "local")
@@ -196,15 +199,7 @@ _KINDS = ("admit", "reject", "finish", "abort")
 
 def trace_bound(mode: str, num_servers: int, max_num_queued_reqs: int, max_n: int) -> int:
     """ORC-TR-10: the bound of the mode's in-flight measure (ADM-BOUND-1, ADM-BOUND-2)."""
-    if mode == "shared":
-        return max_num_queued_reqs + (num_servers - 1) * min(max_num_queued_reqs, max_n)
-    if mode == "local":
-        return num_servers * max_num_queued_reqs
-    return max_num_queued_reqs
-
-
-def _is_int(value: object, least: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+    return protocol_bound(parse_protocol(mode), num_servers, max_num_queued_reqs, max_n)
 
 
 # ---------------------------------------------------------------------------
@@ -397,13 +392,13 @@ def check_admission_trace(
     """
     if mode not in MODES:
         raise ValueError(f"ORC-TR-10: mode must be one of {MODES}, got {mode!r}")
-    if not _is_int(num_servers, 1):
+    if not is_int_at_least(num_servers, 1):
         raise ValueError(f"ORC-TR-10: num_servers must be an int >= 1, got {num_servers!r}")
-    if not _is_int(max_num_queued_reqs, 0):
+    if not is_int_at_least(max_num_queued_reqs, 0):
         raise ValueError(
             f"ORC-TR-10: max_num_queued_reqs must be an int >= 0, got {max_num_queued_reqs!r}"
         )
-    if not _is_int(max_n, 1):
+    if not is_int_at_least(max_n, 1):
         raise ValueError(f"ORC-TR-10: max_n must be an int >= 1, got {max_n!r}")
     if isinstance(events, (str, Path, os.PathLike)):
         trace, numbers = read_trace(events)

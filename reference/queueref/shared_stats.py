@@ -1,0 +1,327 @@
+"""The shared admission counters: slot layout, `SharedAdmissionStats`, allocation.
+
+Models `vllm/v1/engine/admission_control.py` (`SharedAdmissionStats`,
+`AdmissionCounterBuffer`) and the allocation in `APIServerProcessManager.__init__`
+of `vllm/v1/utils.py` (vLLM PR #54746). The semantics are stated in
+`specs/admission.md` (sections "Layout of the shared counters", "Shared stats",
+"Allocation").
+
+Deliberate divergences from vLLM:
+
+* `SharedAdmissionStats.from_config` reads the config dict without changing
+  it; upstream pops the buffer from it, so the order of construction matters.
+* Counts are validated: a negative count is never written, and a negative
+  value read from a slot is an `AdmissionCounterError`, never an admission.
+* A sum reads the slots strictly one `__getitem__` per slot, in index order,
+  through `queueref.models.protocol.Check`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+from collections.abc import Mapping
+from typing import Any, Final, Protocol
+
+import icontract
+
+from queueref import config
+from queueref.errors import AdmissionCounterError
+from queueref.models import protocol
+from queueref.validators import is_index, is_int, is_int_at_least, is_limit
+
+#: The key under which upstream hands the buffer to a server (ADM-RISK-3).
+CONFIG_KEY: Final = "mp_admission_counters"
+
+
+class AdmissionCounterBuffer(Protocol):
+    """What a counter buffer must offer: integer reads and writes by index.
+
+    A `multiprocessing.RawArray("q", ...)` in production, a list in tests, or
+    any object whose `__getitem__` calls back between reads (trace replay).
+    """
+
+    def __getitem__(self, index: int, /) -> int: ...
+
+    def __setitem__(self, index: int, value: int, /) -> None: ...
+
+
+def is_private_buffer(counters: object) -> bool:
+    """Whether a buffer can be re-read in a contract without side effects or races.
+
+    Only a plain `list` qualifies: a shared `RawArray` changes under the feet
+    of a contract (other processes write it), and a custom buffer may call
+    back on every read. Frame conditions that re-read slots are restricted to
+    private buffers.
+    """
+    return type(counters) is list
+
+
+def _whole_buffer(counters: object) -> list[int] | None:
+    """A copy of a private buffer for a deep frame condition, else None."""
+    if config.deep_checks() and isinstance(counters, list) and is_private_buffer(counters):
+        return list(counters)
+    return None
+
+
+def _only_own_counter_changed(
+    stats: SharedAdmissionStats, count: int, before: list[int] | None
+) -> bool:
+    """The frame condition of a write: counter 0 of the own slot, nothing else."""
+    if before is None:
+        return True
+    # Computed from the index, not from the cached offset, so a corrupt offset is caught.
+    own = stats.client_index * stats.COUNTERS_PER_SLOT + stats.REQUEST_COUNT
+    expected = [count if index == own else value for index, value in enumerate(before)]
+    return _whole_buffer(stats.counters) == expected
+
+
+def _buffer_holds(counters: object, client_count: object) -> bool:
+    """Whether a buffer of known length holds the counters of `client_count` servers."""
+    length = _buffer_length(counters)
+    if length is None or not is_int_at_least(client_count, 1):
+        return True
+    return length >= SharedAdmissionStats.num_counters(client_count)
+
+
+def _buffer_length(counters: object) -> int | None:
+    """The length of a buffer when it has one (lists and ctypes arrays do)."""
+    if isinstance(counters, (list, ctypes.Array)):
+        return len(counters)
+    try:
+        return len(counters)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
+# ---------------------------------------------------------------------------
+# Shared counters
+# ---------------------------------------------------------------------------
+
+
+class SharedAdmissionStats:
+    """Lock-free admission counters shared by the API server processes.
+
+    Server `i` owns slot `i`: counters `i * COUNTERS_PER_SLOT` to
+    `(i + 1) * COUNTERS_PER_SLOT - 1`, one 64-byte cache line, so that two
+    servers' writes never invalidate each other's line (false sharing).
+    Counter 0 of a slot is the server's unfinished-request count; counter 1 is
+    reserved for queued prompt tokens. A server writes only its
+    own slot; a reader sums counter 0 of every slot, one slot at a time.
+    """
+
+    # ADM-STATS-4: no lock -- one writer per slot, each slot its own cache line.
+    # ADM-LAYOUT-1: one slot is one cache line of 8-byte counters.
+    CACHE_LINE_BYTES: Final = 64
+    COUNTER_BYTES: Final = 8
+    COUNTERS_PER_SLOT: Final = CACHE_LINE_BYTES // COUNTER_BYTES
+
+    # ADM-LAYOUT-3: the counters of a slot.
+    REQUEST_COUNT: Final = 0
+    QUEUED_TOKENS: Final = 1
+
+    @icontract.require(
+        lambda client_count: is_int_at_least(client_count, 1),
+        "ADM-STATS-1: client_count is an int >= 1",
+        error=ValueError,
+    )
+    @icontract.require(
+        lambda client_count, client_index: is_index(client_index, client_count),
+        "ADM-STATS-1: 0 <= client_index < client_count",
+        error=ValueError,
+    )
+    @icontract.require(
+        lambda counters, client_count: _buffer_holds(counters, client_count),
+        "ADM-STATS-1: the buffer holds num_counters(client_count) counters",
+        error=ValueError,
+    )
+    def __init__(
+        self, counters: AdmissionCounterBuffer, client_count: int, client_index: int
+    ) -> None:
+        # ADM-STATS-1: the checks also run under `python -O` (no contracts).
+        if not is_int_at_least(client_count, 1):
+            raise ValueError(f"ADM-STATS-1: client_count must be an int >= 1, got {client_count!r}")
+        if not is_index(client_index, client_count):
+            raise ValueError(
+                f"ADM-STATS-1: client_index must satisfy 0 <= client_index < {client_count}, "
+                f"got {client_index!r}"
+            )
+        length = _buffer_length(counters)
+        needed = self.num_counters(client_count)
+        if length is not None and length < needed:
+            raise ValueError(
+                f"ADM-STATS-1: the buffer holds {length} counters, "
+                f"{client_count} servers need {needed}"
+            )
+        self._counters = counters
+        self._client_count = client_count
+        self._client_index = client_index
+        self._slot_offset = client_index * self.COUNTERS_PER_SLOT
+
+    @classmethod
+    @icontract.require(
+        lambda client_count: is_int_at_least(client_count, 1),
+        "ADM-LAYOUT-2: client_count is an int >= 1",
+        error=ValueError,
+    )
+    @icontract.ensure(
+        lambda cls, client_count, result: result == client_count * cls.COUNTERS_PER_SLOT,
+        "ADM-LAYOUT-2: one slot of COUNTERS_PER_SLOT counters per server",
+    )
+    def num_counters(cls, client_count: int) -> int:
+        """How many counters `client_count` servers need."""
+        if not is_int_at_least(client_count, 1):
+            raise ValueError(
+                f"ADM-LAYOUT-2: client_count must be an int >= 1, got {client_count!r}"
+            )
+        return client_count * cls.COUNTERS_PER_SLOT
+
+    @classmethod
+    @icontract.snapshot(lambda client_addresses: dict(client_addresses or {}), name="config")
+    @icontract.ensure(
+        lambda client_addresses, OLD: dict(client_addresses or {}) == OLD.config,
+        "ADM-RISK-3: reading the config never changes it",
+    )
+    def from_config(
+        cls,
+        client_addresses: Mapping[str, Any] | None,
+        client_count: int,
+        client_index: int,
+    ) -> SharedAdmissionStats | None:
+        """The stats named by upstream's config key, or None when absent.
+
+        Upstream pops `"mp_admission_counters"` from the dict that is later
+        handed to the engine client, so the order of construction matters;
+        this reads it and leaves the mapping untouched.
+        """
+        if client_addresses is None:
+            return None
+        counters = client_addresses.get(CONFIG_KEY)
+        if counters is None:
+            return None
+        return cls(counters, client_count, client_index)
+
+    @property
+    def counters(self) -> AdmissionCounterBuffer:
+        """The shared buffer."""
+        return self._counters
+
+    @property
+    def client_count(self) -> int:
+        """How many servers share the buffer."""
+        return self._client_count
+
+    @property
+    def client_index(self) -> int:
+        """The index of this server's slot."""
+        return self._client_index
+
+    @property
+    def slot_offset(self) -> int:
+        """The index of counter 0 of this server's slot."""
+        return self._slot_offset
+
+    @icontract.require(
+        lambda self, client_index: is_index(client_index, self.client_count),
+        "ADM-STATS-3: a slot index is in range",
+        error=IndexError,
+    )
+    @icontract.ensure(lambda result: result >= 0, "ADM-STATS-3: a count read is never negative")
+    def read_slot(self, client_index: int) -> int:
+        """Counter 0 of slot `client_index`: exactly one `__getitem__`.
+
+        A negative value (or a non-integer) raises `AdmissionCounterError`.
+        """
+        value = self._counters[client_index * self.COUNTERS_PER_SLOT + self.REQUEST_COUNT]
+        if (type(value) is not int and not is_int(value)) or value < 0:
+            raise AdmissionCounterError(
+                f"ADM-CTL-8: slot {client_index} holds {value!r}, not a count; "
+                "refusing to decide on a corrupt counter"
+            )
+        return value
+
+    @icontract.require(
+        lambda count: is_int_at_least(count, 0),
+        "ADM-STATS-2: a count is an int >= 0",
+        error=ValueError,
+    )
+    @icontract.snapshot(lambda self: _whole_buffer(self.counters), name="buffer")
+    @icontract.ensure(
+        lambda self, count, OLD: _only_own_counter_changed(self, count, OLD.buffer),
+        "ADM-STATS-2: a write changes counter 0 of the writer's own slot and nothing else",
+    )
+    def set_num_requests(self, count: int) -> None:
+        """Write this server's unfinished count to counter 0 of its own slot."""
+        if not is_int_at_least(count, 0):
+            raise ValueError(f"ADM-STATS-2: a count must be an int >= 0, got {count!r}")
+        self._counters[self._slot_offset + self.REQUEST_COUNT] = count
+
+    @icontract.ensure(lambda result: result >= 0, "ADM-STATS-3: the sum is never negative")
+    @icontract.ensure(
+        lambda self, result: (
+            not config.deep_checks()
+            or not is_private_buffer(self.counters)
+            or result
+            == sum(
+                self.counters[index * self.COUNTERS_PER_SLOT + self.REQUEST_COUNT]
+                for index in range(self.client_count)
+            )
+        ),
+        "ADM-STATS-3: the sum equals the sum of counter 0 of every slot",
+    )
+    def get_num_requests(self) -> int:
+        """The global unfinished count: counter 0 of every slot, read one at a time.
+
+        Not a snapshot: other servers may write between two reads.
+        """
+        check = protocol.Check(n=1)
+        while not check.done(self._client_count):
+            check = check.read(self.read_slot(check.next_slot))
+        return check.view
+
+
+@icontract.require(
+    lambda num_servers: is_int_at_least(num_servers, 1),
+    "ADM-ALLOC-1: num_servers is an int >= 1",
+    error=ValueError,
+)
+@icontract.require(
+    lambda max_num_queued_reqs: is_limit(max_num_queued_reqs),
+    "ADM-ALLOC-1: max_num_queued_reqs is None or an int >= 0",
+    error=ValueError,
+)
+@icontract.ensure(
+    lambda num_servers, max_num_queued_reqs, result: (
+        (result is None) == (num_servers == 1 or max_num_queued_reqs is None)
+    ),
+    "ADM-ALLOC-1: a buffer only for several servers with a request limit",
+)
+@icontract.ensure(
+    lambda num_servers, result: (
+        result is None
+        or (
+            len(result) == SharedAdmissionStats.num_counters(num_servers)
+            and all(value == 0 for value in result)
+        )
+    ),
+    "ADM-ALLOC-1: num_counters(num_servers) counters, all zero",
+)
+def allocate_admission_counters(num_servers: int, max_num_queued_reqs: int | None) -> Any:
+    """The shared counter array of `num_servers` servers, or None.
+
+    A zeroed `multiprocessing.RawArray("q", num_counters(num_servers))` (8-byte
+    signed counters, no lock: each server writes only its own slot) when there
+    are several servers and a request limit; otherwise None, and then no
+    shared-memory path runs at all.
+    """
+    if not is_int_at_least(num_servers, 1):
+        raise ValueError(f"ADM-ALLOC-1: num_servers must be an int >= 1, got {num_servers!r}")
+    if not is_limit(max_num_queued_reqs):
+        raise ValueError(
+            f"ADM-ALLOC-1: max_num_queued_reqs must be None or an int >= 0, "
+            f"got {max_num_queued_reqs!r}"
+        )
+    if num_servers == 1 or max_num_queued_reqs is None:
+        return None
+    context = multiprocessing.get_context("spawn")
+    return context.RawArray("q", SharedAdmissionStats.num_counters(num_servers))
