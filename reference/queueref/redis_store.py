@@ -41,7 +41,7 @@ from typing import Any, Final
 from queueref.admission import AdmissionRejected
 from queueref.models import protocol
 
-#: Counts above this are corrupt: no deployment holds 2**40 requests (ADM-STORE-6).
+#: Counts above this are corrupt: no deployment holds 2**40 requests.
 MAX_COUNT: Final = 2**40
 
 _COUNT = re.compile(rb"\d{1,15}")
@@ -49,7 +49,7 @@ _DEPLOYMENT = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 class StoreProtocol(StrEnum):
-    """How a check reads the counters in the store (ADM-STORE-1)."""
+    """How a check reads the counters in the store."""
 
     SLOTS = "slots"
     SNAPSHOT = "snapshot"
@@ -57,7 +57,7 @@ class StoreProtocol(StrEnum):
 
 
 class StoreFailurePolicy(StrEnum):
-    """What a server does when the store cannot answer (ADM-STORE-5)."""
+    """What a server does when the store cannot answer."""
 
     CLOSED = "closed"  # reject every request: 503
     OPEN = "open"  # admit against the server's share floor(M / N) of the cap
@@ -72,7 +72,7 @@ class StoreCorruptError(StoreError):
 
 
 class StoreUnavailableError(AdmissionRejected):
-    """Rejected because the store cannot be read and the policy is `closed` (ADM-STORE-5).
+    """Rejected because the store cannot be read and the policy is `closed`.
 
     An `AdmissionRejected`, so the HTTP layer answers it as vLLM answers a
     full queue: 503 with vLLM's error body.
@@ -85,7 +85,7 @@ class StoreUnavailableError(AdmissionRejected):
 
 
 def redact_url(url: str) -> str:
-    """The store URL with its password replaced by `***` (ADM-STORE-7)."""
+    """The store URL with its password replaced by `***`."""
     parts = urllib.parse.urlsplit(url)
     if parts.password is None:
         return url
@@ -99,14 +99,16 @@ def redact_url(url: str) -> str:
 
 
 def parse_count(raw: bytes | None) -> int:
-    """A count read from the store; a missing key is 0 (ADM-STORE-6).
+    """A count read from the store; a missing key is 0.
 
     :raises StoreCorruptError: anything but a decimal int in [0, MAX_COUNT]
     """
     if raw is None:
         return 0
     if not _COUNT.fullmatch(raw) or int(raw) > MAX_COUNT:
-        raise StoreCorruptError(f"a count key holds {raw[:32]!r}, not an int in [0, {MAX_COUNT}]")
+        raise StoreCorruptError(
+            f"ADM-STORE-6: a count key holds {raw[:32]!r}, not an int in [0, {MAX_COUNT}]"
+        )
     return int(raw)
 
 
@@ -154,7 +156,7 @@ class StoreConfig:
 
     `url` is `redis://[user:password@]host:port/db` (or `rediss://` for TLS);
     keys live under `deployment`, so two deployments on one Redis never share
-    a cap (ADM-STORE-7).
+    a cap.
     """
 
     url: str
@@ -224,10 +226,10 @@ class StoreDecision:
 class RedisAdmissionStore:
     """One API server's handle on the deployment's counters in Redis.
 
-    The store keeps this server's own unfinished count (`count`) and writes it
-    as an absolute value after every change, so a write lost while the store
-    was down, or a count dropped by an expired lease, heals at the next write
-    (ADM-STORE-4). Every command goes through one lock (ADM-STORE-2).
+     The store keeps this server's own unfinished count (`count`) and writes it
+     as an absolute value after every change, so a write lost while the store
+     was down, or a count dropped by an expired lease, heals at the next write
+    . Every command goes through one lock.
     """
 
     def __init__(self, config: StoreConfig, max_num_queued_reqs: int) -> None:
@@ -269,11 +271,11 @@ class RedisAdmissionStore:
 
     @property
     def fallback_cap(self) -> int:
-        """Under `open`, a degraded server admits against floor(M / N) (ADM-STORE-5)."""
+        """Under `open`, a degraded server admits against floor(M / N)."""
         return self.cap // self.config.num_servers
 
     async def start(self) -> None:
-        """Register this server: the deployment's server count must agree (ADM-STORE-7).
+        """Register this server: the deployment's server count must agree.
 
         :raises ValueError: the deployment was started with another server count
         :raises StoreError: the store cannot be reached
@@ -304,7 +306,7 @@ class RedisAdmissionStore:
         )
 
     async def read_view(self) -> int:
-        """One check's reads: the global count of the live servers (ADM-STORE-1, ADM-STORE-4).
+        """One check's reads: the global count of the live servers.
 
         The own slot counts with this server's own count (it is frozen during
         the check, which holds the lock). Not serialised: `admit` holds the lock.
@@ -336,21 +338,22 @@ class RedisAdmissionStore:
         if index == self.config.server_index:
             return self.count
         value = parse_count(count)
-        return value if heartbeat is not None else 0  # an expired lease: a dead server
+        return value if heartbeat is not None else 0  # ADM-STORE-4: an expired lease
 
     async def admit(self, n: int = 1) -> StoreDecision:
-        """Check and, if admitted, add `n` to the own count and write it (ADM-STORE-1).
+        """Check and, if admitted, add `n` to the own count and write it.
 
-        Under the lock, so one check at a time per server (ADM-STORE-2): then
-        the records of real servers keep each protocol's bound (ADM-STORE-3).
+        Under the lock, so one check at a time per server: then
+        the records of real servers keep each protocol's bound.
         When the store fails: `closed` raises `StoreUnavailableError`; `open`
-        decides against `fallback_cap` with the own count (ADM-STORE-5).
+        decides against `fallback_cap` with the own count.
 
         :raises ValueError: n is not an int >= 1
         :raises StoreUnavailableError: the store failed and the policy is closed
         """
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"ADM-STORE-1: n must be an int >= 1, got {n!r}")
+        # ADM-STORE-2: one check at a time per server; ADM-STORE-3 rests on it.
         async with self._lock:
             try:
                 if self.config.protocol is StoreProtocol.SCRIPT:
@@ -386,11 +389,14 @@ class RedisAdmissionStore:
             )
         except Exception as error:
             if "QUEUEREF_CORRUPT" in str(error):
-                raise StoreCorruptError("a count key is not an int in [0, MAX_COUNT]") from None
+                raise StoreCorruptError(
+                    "ADM-STORE-6: a count key is not an int in [0, MAX_COUNT]"
+                ) from None
             raise self._unavailable(error) from None
         return bool(admitted), int(view)
 
     def _degraded(self, n: int) -> StoreDecision:
+        # ADM-STORE-5: closed rejects (503); open admits against floor(M / N), own count only.
         if self.config.failure is StoreFailurePolicy.CLOSED:
             raise StoreUnavailableError()
         admitted = protocol.admits_check_then_write(self.count, n, self.fallback_cap)
@@ -402,7 +408,7 @@ class RedisAdmissionStore:
         """A request of weight `n` finished or was aborted: write the smaller count.
 
         A failing store leaves the write pending; it is retried (absolute) at
-        the next write or heartbeat (ADM-STORE-4).
+        the next write or heartbeat.
 
         :raises ValueError: n is not an int in [1, count]
         """
@@ -434,7 +440,7 @@ class RedisAdmissionStore:
             raise self._unavailable(error) from None
 
     async def run_heartbeats(self) -> None:
-        """Renew the lease every lease/3 until cancelled (ADM-STORE-4)."""
+        """Renew the lease every lease/3 until cancelled."""
         while True:
             await asyncio.sleep(self.config.lease_ms / 3000)
             await self.heartbeat()

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from queueref.models import protocol
-from queueref.models.explorer import overshoot_bound
 
 T = TypeVar("T")
 
@@ -138,5 +137,5 @@ def explore_leases(servers: int, cap: int, weight: int, lapses: int) -> LeaseRow
             if nxt not in seen:
                 seen.add(nxt)
                 frontier.append(nxt)
-    bound = overshoot_bound(servers, cap, weight)
+    bound = protocol.overshoot_bound(servers, cap, weight)
     return LeaseRow(servers, cap, weight, lapses, worst_excess, worst_total, bound, len(seen))

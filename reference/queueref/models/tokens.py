@@ -63,7 +63,7 @@ def token_bound(rule: Rule, write_then_check: bool, servers: int, limit: int, pr
         return limit
     if rule is Rule.GE:
         return 0 if limit == 0 else limit - 1 + servers * prompt
-    return limit + (servers - 1) * min(limit, prompt)
+    return protocol.overshoot_bound(servers, limit, prompt)  # OB-BOUND-1 for tokens
 
 
 # Per server: (sorted tokens of its admitted requests still prefilling, check or None).
@@ -264,7 +264,7 @@ def explore_joint(
                 if len(seen) > max_states:
                     raise ValueError(f"OB-TOK-4: more than {max_states} states; lower the bounds")
                 frontier.append(nxt)
-    request_bound = cap + (servers - 1) * min(cap, weight)
+    request_bound = protocol.overshoot_bound(servers, cap, weight)
     token_bound_ = token_bound(Rule.GE, False, servers, limit, weight * prompt)
     return JointRow(
         servers, cap, weight, limit, prompt, worst_requests, worst_tokens,
