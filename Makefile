@@ -8,18 +8,27 @@ HYPOTHESIS_PROFILE ?= $(if $(CI),ci,dev)
 export HYPOTHESIS_PROFILE
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup test lint types crosshair-queues proofs bound-table trace vectors bench verify clean
+.PHONY: setup redis-server test lint types crosshair-queues proofs bound-table trace vectors bench verify clean
 .PHONY: help
 
 $(STAMP): pyproject.toml
 	mkdir -p build
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,serve,plot]'
+	$(BIN)/python -m pip install -q -e '.[test,serve,plot,store]'
 	touch $(STAMP)
 
-## setup: create .venv and install queueref with its test, serve and plot extras
-setup: $(STAMP)
+## setup: create .venv, install queueref with its test, serve, plot and store extras, and redis-server
+setup: $(STAMP) redis-server
+
+## redis-server: install redis-server when missing (apt-get as root; else a clear failure)
+# The multi-node store is tested against a real redis-server (never a fake):
+# installed here when missing, or a clear failure -- never a skip.
+redis-server:
+	@command -v redis-server >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get install -y -q redis-server || { apt-get update -q && apt-get install -y -q redis-server; }; \
+	  else echo "redis-server is missing and this is not root: install it (apt-get install redis-server)" >&2; exit 1; fi; }
 
 ## test: pytest: the in-process tests on every core, then the process-starting ones serially
 # Two runs: the in-process tests on every core, then the tests that start real
