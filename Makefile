@@ -8,7 +8,7 @@ HYPOTHESIS_PROFILE ?= $(if $(CI),ci,dev)
 export HYPOTHESIS_PROFILE
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup test lint types crosshair-queues proofs bound-table trace vectors bench verify clean
+.PHONY: setup test lint types crosshair-queues generate proofs bound-table trace vectors bench mutation verify clean
 
 $(STAMP): pyproject.toml
 	mkdir -p build
@@ -29,8 +29,10 @@ lint: setup
 	$(BIN)/ruff check reference tests proofs tools
 	$(BIN)/ruff format --check reference tests proofs tools
 
+# The package, its tests and tools, and the generator of the proofs with what it writes.
 types: setup
-	$(BIN)/mypy reference/queueref
+	$(BIN)/mypy reference/queueref tests tools proofs/mutations.py proofs/generate.py \
+		proofs/queue_obligations.py proofs/mutants
 
 # Fails on any counterexample; prints each condition's status (confirmed or not).
 crosshair-queues: setup
@@ -42,8 +44,23 @@ crosshair-queues: setup
 vectors: setup
 	$(BIN)/queueref vectors --out build/vectors
 
+# Rewrites every generated file: obligations, mutants, manifests, broken copies.
+generate: setup
+	$(BIN)/python proofs/generate.py
+
+# Fails when a generated file is stale, then runs every obligation and mutant.
 proofs: setup
+	$(BIN)/python proofs/generate.py --check
 	$(BIN)/python tools/run_proofs.py
+
+# Mutation testing of the reference (not part of verify: slow). SAMPLE=60 runs a seeded
+# sample of 60 mutants per module; MODULES=queues,waiting restricts the modules.
+SAMPLE ?=
+MODULES ?=
+mutation: setup
+	$(BIN)/python -m pip install -q -e '.[mutation]'
+	nice -n 10 $(BIN)/python tools/mutation.py $(if $(SAMPLE),--sample $(SAMPLE)) \
+		$(if $(MODULES),--modules $(MODULES))
 
 bound-table: setup
 	$(BIN)/python tools/bound_table.py

@@ -97,6 +97,8 @@ def test_a_confirmed_obligation_and_its_refuted_mutant(run_proofs: ModuleType) -
     assert confirmed.status == "confirmed", confirmed
     mutant = run_proofs.run_target("proofs/mutants/fine_n2_bad.py:fine_n2_decide_0", 30)
     assert mutant.status == "refuted" and mutant.detail.startswith("false when calling"), mutant
+    found = run_proofs.refutation(mutant, "OB-FINE-1: the invariant holds after the step")
+    assert found.intended, found
 
 
 def _counterexample_args(detail: str, function: str) -> list[int]:
@@ -172,14 +174,102 @@ def test_run_proofs_reads_crosshair_honestly(
 
 
 def test_run_proofs_fails_a_confirmation_without_a_refuted_mutant(run_proofs: ModuleType) -> None:
-    """OB-FINE-1: a confirmed obligation whose mutant is not refuted fails the run."""
-    run = run_proofs.Run
+    """OB-FINE-1: a confirmed obligation whose mutant is not refuted on the condition it
+    names fails the run: not refuted, refuted on another line, timed out, or no mutant."""
+    run, report = run_proofs.Run, run_proofs.Report
+    target = "proofs/mutants/queue_obligations_bad.py:remove_3"
+    breaks = "RQ-ALL-6: exactly that request leaves; the others keep their order"
+    lines = run_proofs.conditions(ROOT / target.rpartition(":")[0], "remove_3")[breaks]
     good = run("t", "confirmed", 1.0, "", "")
-    entry = {"target": "t", "expect": "confirmed", "mutant": "m"}
-    assert run_proofs.verdict(entry, good, run("m", "refuted", 1.0, "", "")) == []
-    assert run_proofs.verdict(entry, good, run("m", "confirmed", 1.0, "", ""))
+    entry = {"target": "t", "expect": "confirmed", "mutant": target, "breaks": breaks}
+
+    def refuted_at(line: int, message: str = "false when calling remove_3(0, 1, 2, 0)") -> Any:
+        return run(target, "refuted", 1.0, message, "", (report("f.py", line, "error", message),))
+
+    assert run_proofs.verdict(entry, good, refuted_at(lines[0])) == []
+    assert run_proofs.verdict(entry, good, refuted_at(lines[0] - 3))  # a precondition's line
+    crash = "NameError: name 'x' is not defined when calling remove_3(0, 1, 2, 0)"
+    assert run_proofs.verdict(entry, good, refuted_at(lines[0], crash))
+    assert run_proofs.verdict(entry, good, run(target, "not-confirmed", 1.0, "timed out", ""))
+    assert run_proofs.verdict(entry, good, run(target, "confirmed", 1.0, "", ""))
     assert run_proofs.verdict(entry, good, None)
+    assert run_proofs.verdict({**entry, "breaks": None}, good, refuted_at(lines[0]))
     assert run_proofs.verdict(entry, run("t", "not-confirmed", 1.0, "", ""), None)
+
+
+PLANTED = """
+import icontract
+
+
+@icontract.ensure(lambda x, result: result >= 0, "P-1: never negative")
+@icontract.ensure(lambda x, result: result <= 10, "P-2: at most ten")
+def correct(x: int) -> int:
+    return 0
+
+
+@icontract.ensure(lambda x, result: result >= 0, "P-1: never negative")
+@icontract.ensure(lambda x, result: result <= 10, "P-2: at most ten")
+def breaks_p1(x: int) -> int:
+    return -1 if x > 100 else 0
+
+
+@icontract.ensure(lambda x, result: result >= 0, "P-1: never negative")
+@icontract.ensure(lambda x, result: result <= 10, "P-2: at most ten")
+def crashes(x: int) -> int:
+    return undefined_name if x > 100 else 0
+
+
+@icontract.ensure(lambda x, result: result >= 0, "P-1: never negative")
+@icontract.ensure(lambda x, result: result <= 10, "P-2: at most ten")
+def breaks_p2(x: int) -> int:
+    return 11 if x > 100 else 0
+"""
+
+
+def test_run_proofs_rejects_a_crashing_mutant_and_one_that_breaks_another_condition(
+    run_proofs: ModuleType, tmp_path: Path
+) -> None:
+    """OB-FINE-1: planted mutants, each meant to break "P-1: never negative": one that does
+    is accepted; one that raises NameError, one whose counterexample is to "P-2", and one
+    whose file fails to import fail the run, and build/obligations.json says why."""
+    planted = tmp_path / "planted.py"
+    planted.write_text(PLANTED)
+    unimportable = tmp_path / "unimportable.py"
+    unimportable.write_text("import no_such_module_for_queueref\n" + PLANTED)
+    mutants = {
+        "intended": f"{planted}:breaks_p1",
+        "crash": f"{planted}:crashes",
+        "other": f"{planted}:breaks_p2",
+        "import": f"{unimportable}:breaks_p1",
+    }
+    manifest = tmp_path / "planted.json"
+    entries = [
+        {"target": f"{planted}:correct", "model": "planted", "servers": None,
+         "expect": "confirmed", "mutant": mutant, "breaks": "P-1: never negative"}
+        for mutant in mutants.values()
+    ]  # fmt: skip
+    manifest.write_text(json.dumps(entries))
+    output = tmp_path / "obligations.json"
+    argv = ["--manifest", str(manifest), "--z3", "none", "--timeout", "10", "--output", str(output)]
+    assert run_proofs.main(argv) == 1
+    records = {r["mutant"]["name"]: r for r in json.loads(output.read_text())}
+    assert {name: records[m]["ok"] for name, m in mutants.items()} == {
+        "intended": True,
+        "crash": False,
+        "other": False,
+        "import": False,
+    }
+    intended = records[mutants["intended"]]["mutant"]
+    assert intended["refuted_as_intended"] and intended["refuted"] == "P-1: never negative"
+    crash = records[mutants["crash"]]["mutant"]
+    assert crash["status"] == "refuted" and not crash["refuted_as_intended"]
+    assert "an error, not a counterexample: NameError" in crash["refuted"], crash
+    other = records[mutants["other"]]["mutant"]
+    assert other["status"] == "refuted" and not other["refuted_as_intended"]
+    assert other["refuted"] == "another condition: P-2: at most ten", other
+    failed_import = records[mutants["import"]]["mutant"]
+    assert failed_import["status"] == "error" and not failed_import["refuted_as_intended"]
+    assert records[mutants["import"]]["problems"], failed_import
 
 
 def _walk_fine(
