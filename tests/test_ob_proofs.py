@@ -8,6 +8,7 @@ refutation, the generated files being current, and the invariants on concrete ru
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import random
@@ -55,6 +56,51 @@ def test_generated_obligation_files_are_current() -> None:
     assert generate.write_all(check_only=True) == []
 
 
+def test_a_stale_generated_file_is_reported_and_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OB-FINE-1: `generate.py --check` (run by `make proofs`) names a generated file that
+    differs from what it would write, and does not rewrite it."""
+    generate = _load("proofs/generate.py")
+    path = ROOT / "proofs" / "mutants" / "fine_n2_bad.py"
+    before = path.read_text()
+    stale = generate.Output(path, before.replace("st.k[p] = 1", "st.k[p] = 0"))
+    monkeypatch.setattr(generate, "outputs", lambda: [stale])
+    assert generate.write_all(check_only=True) == [path]
+    assert path.read_text() == before
+
+
+def _functions(source: str) -> dict[str, str]:
+    tree = ast.parse(source)
+    return {
+        node.name: ast.get_source_segment(source, node) or ""
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+    }
+
+
+def test_broken_copies_differ_from_their_originals_only_by_their_named_changes() -> None:
+    """OB-FINE-1, OB-ATOMIC-1, OB-WTC-1: every generated broken copy is its original with
+    the named changes of proofs/mutations.py and nothing else; a change that no longer
+    applies stops the generator with the change's name."""
+    mutations = _load("proofs/mutations.py")
+    for broken in mutations.BROKEN_FILES:
+        original = _functions((ROOT / broken.original).read_text())
+        copy = _functions((ROOT / broken.output).read_text())
+        assert copy.keys() == original.keys()
+        changed = {change.function for change in broken.changes}
+        for name, text in original.items():
+            assert (copy[name] != text) == (name in changed), name
+    inductive = _functions((ROOT / mutations.INDUCTIVE).read_text())
+    for step_mutants in mutations.STEP_MUTANTS.values():
+        for broken in step_mutants:
+            copy = mutations.broken_function(broken)
+            assert f"def {broken.name}(" in copy
+            for change in broken.changes:
+                assert change.old in inductive[broken.original] and change.new in copy
+    drifted = mutations.Change("fcfs_add", "a bug that no longer applies", "no such text", "")
+    with pytest.raises(mutations.ChangeDoesNotApply, match="a bug that no longer applies"):
+        mutations.apply((ROOT / "reference/queueref/queue_semantics.py").read_text(), (drifted,))
+
+
 def test_manifests_cover_every_transition_and_pair_every_confirmation(
     run_proofs: ModuleType,
 ) -> None:
@@ -78,7 +124,7 @@ def test_manifests_cover_every_transition_and_pair_every_confirmation(
             e["target"].rpartition("_without_")[2] for e in entries if "_without_" in e["target"]
         }
         assert dropped == set(conjuncts)
-    for entry in atomic + _manifest("fine") + _manifest("write-then-check"):
+    for entry in atomic + _manifest("fine") + _manifest("write-then-check") + _manifest("queues"):
         file_part, _, function = entry["target"].rpartition(":")
         run_proofs.def_line(ROOT / file_part, function)  # raises when missing
         assert entry["expect"] in ("confirmed", "refuted")
@@ -86,8 +132,10 @@ def test_manifests_cover_every_transition_and_pair_every_confirmation(
             mutant_file, _, mutant_function = entry["mutant"].rpartition(":")
             assert mutant_file.startswith("proofs/mutants/") and mutant_function == function
             run_proofs.def_line(ROOT / mutant_file, mutant_function)
+            assert entry["breaks"] in run_proofs.conditions(ROOT / mutant_file, function)
         else:
             assert entry["target"].startswith("proofs/mutants/")
+            assert entry["breaks"] in run_proofs.conditions(ROOT / file_part, function)
 
 
 def test_a_confirmed_obligation_and_its_refuted_mutant(run_proofs: ModuleType) -> None:
