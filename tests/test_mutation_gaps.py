@@ -96,3 +96,34 @@ def test_max_admitted_in_flight_counts_a_tied_departure_first_in_any_input_order
     ]
     assert max_admitted_in_flight(events) == 1
     assert max_admitted_in_flight([events[0], events[2], events[1]]) == 1
+
+
+def test_abort_keeps_exact_counts_past_the_small_int_cache() -> None:
+    """ADM-TRK-2, ADM-TRK-5: aborting among 300 tracked requests leaves exactly the others,
+    and the slot says so (kills count checks by identity, `is`, which hold only for ints
+    Python caches, up to 256)."""
+    counters = [0] * 16
+    tracker = RequestTracker(SharedAdmissionStats(counters, 2, 1))
+    for index in range(300):
+        tracker.add(f"r{index}")
+    assert tracker.abort(["r0", "r1", "unknown"]) == ["r0", "r1"]
+    assert tracker.get_num_unfinished_requests() == 298 and counters[8] == 298
+    assert not tracker.has_request("r0") and tracker.has_request("r299")
+
+
+def test_the_global_count_reads_every_slot_of_300_servers() -> None:
+    """ADM-STATS-3: the read loop stops after the last of 300 slots, having read them all
+    (kills a loop end tested by identity, `is`, which only holds up to 256)."""
+    counters = [0] * SharedAdmissionStats.num_counters(300)
+    counters[0], counters[8 * 299] = 1, 2
+    assert SharedAdmissionStats(counters, 300, 0).get_num_requests() == 3
+
+
+def test_a_time_read_from_json_is_a_float_and_a_boolean_time_is_refused() -> None:
+    """ADM-EV-1, ADM-EV-2: `"t": 1` is read as the float 1.0; `"t": true` is not a time,
+    it is refused, not read as 1.0 (kills the negated bool test)."""
+    line = '{"t": 1, "server": 0, "event": "admit", "request_id": "a", "n": 1, "view": 0}'
+    event = AdmissionEvent.from_json(line)
+    assert type(event.t) is float and event.t == 1.0
+    with pytest.raises(ValueError, match="ADM-EV-1"):
+        AdmissionEvent.from_json(line.replace('"t": 1', '"t": true'))
