@@ -358,9 +358,13 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d"),
         "modules": {},
     }
+    # A run of some modules keeps the last results of the others in build/mutation.json.
+    merged: dict[str, Any] = json.loads(OUTPUT.read_text()) if OUTPUT.exists() else {}
+    merged = {**run, "modules": {**merged.get("modules", {})}}
     for name, target in chosen.items():
-        run["modules"][name] = run_module(name, target, WORK, args.sample, args.seed)
-        OUTPUT.write_text(json.dumps(run, indent=1) + "\n")
+        result = run_module(name, target, WORK, args.sample, args.seed)
+        run["modules"][name] = merged["modules"][name] = result
+        OUTPUT.write_text(json.dumps(merged, indent=1) + "\n")
     print(table(run["modules"]), end="")
     record(run)
     print(f"wrote {OUTPUT.relative_to(ROOT)}, {SCORE.relative_to(ROOT)}")
