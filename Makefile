@@ -8,7 +8,7 @@ HYPOTHESIS_PROFILE ?= $(if $(CI),ci,dev)
 export HYPOTHESIS_PROFILE
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup redis-server test lint types crosshair-queues proofs bound-table trace vectors bench verify clean
+.PHONY: setup redis-server test lint types crosshair-queues generate proofs bound-table trace vectors bench mutation verify clean
 .PHONY: help
 
 $(STAMP): pyproject.toml
@@ -42,9 +42,10 @@ lint: setup
 	$(BIN)/ruff check reference tests proofs tools
 	$(BIN)/ruff format --check reference tests proofs tools
 
-## types: mypy --strict on the package
+## types: mypy --strict on the package, its tests and tools, and the proofs generator with what it writes
 types: setup
-	$(BIN)/mypy reference/queueref
+	$(BIN)/mypy reference/queueref tests tools proofs/mutations.py proofs/generate.py \
+		proofs/queue_obligations.py proofs/mutants
 
 ## crosshair-queues: CrossHair on the queue semantics; fails on any counterexample
 # Fails on any counterexample; prints each condition's status (confirmed or not).
@@ -58,9 +59,22 @@ crosshair-queues: setup
 vectors: setup
 	$(BIN)/queueref vectors --out build/vectors
 
-## proofs: every CrossHair proof obligation of proofs/manifests, and its mutant refuted
+## generate: rewrite every generated file: obligations, mutants, manifests, broken copies
+generate: setup
+	$(BIN)/python proofs/generate.py
+
+## proofs: fail on a stale generated file, then every CrossHair obligation and its mutant refuted for the condition it names
 proofs: setup
+	$(BIN)/python proofs/generate.py --check
 	$(BIN)/python tools/run_proofs.py
+
+## mutation: mutation testing of the reference (slow, not in verify; SAMPLE=60, MODULES=queues,waiting)
+SAMPLE ?=
+MODULES ?=
+mutation: setup
+	$(BIN)/python -m pip install -q -e '.[mutation]'
+	nice -n 10 $(BIN)/python tools/mutation.py $(if $(SAMPLE),--sample $(SAMPLE)) \
+		$(if $(MODULES),--modules $(MODULES))
 
 ## bound-table: the exhaustive bound table, checked against an independent formula
 bound-table: setup

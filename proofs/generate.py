@@ -18,20 +18,47 @@ Usage: `python proofs/generate.py` (writes the files), `python proofs/generate.p
 
 from __future__ import annotations
 
+import ast
 import json
 import sys
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "reference"))
 
+from queueref.models import inductive, protocol  # noqa: E402
 from queueref.models.inductive import (  # noqa: E402
     atomic_names,
     fine_names,
     reserve_names,
 )
+
+sys.path.insert(0, str(ROOT / "proofs"))
+from mutations import (  # noqa: E402
+    BROKEN_FILES,
+    STEP_MUTANTS,
+    broken_file,
+    broken_function,
+)
+
+
+def _defined_names(module: ModuleType) -> set[str]:
+    """The public names a module defines at its top level (not those it imports)."""
+    tree = ast.parse(Path(str(module.__file__)).read_text())
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                elements = target.elts if isinstance(target, ast.Tuple) else [target]
+                names |= {t.id for t in elements if isinstance(t, ast.Name)}
+    return {name for name in names if not name.startswith("_")}
+
 
 ATOMIC_SERVERS = range(1, 9)
 FINE_SERVERS = (2, 3, 4)
@@ -72,7 +99,6 @@ class Family:
     names: list[str]  # state parameter names
     names_function: str  # the function of queueref.models.inductive that lists them
     obligations: list[Obligation]
-    mutant_helpers: str  # broken step functions for the mutant file
 
 
 def _bound_obligation(prefix: str, requirement: str, names: list[str]) -> Obligation:
@@ -138,39 +164,9 @@ def atomic_families() -> list[Family]:
                 names=names,
                 names_function="atomic_names",
                 obligations=obligations,
-                mutant_helpers=ATOMIC_MUTANT_HELPERS,
             )
         )
     return obligations_by_n
-
-
-ATOMIC_MUTANT_HELPERS = """
-
-def _initial_stale_slot(servers: int) -> tuple[int, ...]:
-    values = list(atomic_initial(servers))
-    values[0] = 1  # BUG: a slot that was never cleared
-    return tuple(values)
-
-
-def _step_async_gap(
-    servers: int, cap: int, weight: int, values: Any, action: Any, server: Any, n: Any
-) -> tuple[Any, ...]:
-    c = list(values[:servers])
-    pend = list(values[servers : 2 * servers])
-    for q in range(servers):
-        if server == q:
-            if action == ATOMIC_CHECK:
-                if 1 <= n <= weight:  # BUG: no wait for the pending write
-                    if admits_check_then_write(sum(c), n, cap):
-                        pend[q] = pend[q] + n
-            elif action == ATOMIC_WRITE:
-                c[q] = c[q] + pend[q]
-                pend[q] = 0
-            elif action == ATOMIC_FINISH:
-                if 1 <= n <= c[q]:
-                    c[q] = c[q] - n
-    return tuple(c + pend)
-"""
 
 
 def fine_family(n: int) -> Family:
@@ -263,46 +259,7 @@ def fine_family(n: int) -> Family:
         names=names,
         names_function="fine_names",
         obligations=obligations,
-        mutant_helpers=FINE_MUTANT_HELPERS,
     )
-
-
-FINE_MUTANT_HELPERS = """
-
-def _initial_stale_slot(servers: int) -> tuple[int, ...]:
-    st = FineState(servers, fine_initial(servers))
-    st.c[0] = 1  # BUG: a slot that was never cleared
-    return st.pack()
-
-
-def _start_skipping_slot_0(
-    servers: int, cap: int, values: Any, p: int, n: Any
-) -> tuple[Any, ...]:
-    st = FineState(servers, fine_start(servers, cap, values, p, n))
-    st.k[p] = 1  # BUG: the read loop starts at 1
-    return st.pack()
-
-
-def _read_not_added(servers: int, values: Any, p: int, j: int) -> tuple[Any, ...]:
-    view = FineState(servers, values).v[p]
-    st = FineState(servers, fine_read(servers, values, p, j))
-    st.v[p] = view  # BUG: the value read is dropped
-    return st.pack()
-
-
-def _decide_forgetting_n(servers: int, cap: int, values: Any, p: int) -> tuple[Any, ...]:
-    st = FineState(servers, values)
-    if admits_check_then_write(st.v[p], 0, cap):  # BUG: `view <= cap`, n forgotten
-        st.c[p] = st.c[p] + st.n[p]
-        if st.rank[p] > st.RL:
-            st.RL = st.rank[p]
-            st.L = p
-            st.ld = list(st.r[p])
-            st.al = list(st.a[p])
-            st.sl = list(st.s[p])
-    st.clear_reader(p)
-    return st.pack()
-"""
 
 
 def reserve_family(n: int) -> Family:
@@ -398,42 +355,7 @@ def reserve_family(n: int) -> Family:
         names=names,
         names_function="reserve_names",
         obligations=obligations,
-        mutant_helpers=RESERVE_MUTANT_HELPERS,
     )
-
-
-RESERVE_MUTANT_HELPERS = """
-
-def _initial_stale_slot(servers: int) -> tuple[int, ...]:
-    st = ReserveState(servers, reserve_initial(servers))
-    st.c[0] = 1  # BUG: a slot that was never cleared
-    return st.pack()
-
-
-def _start_without_reserving(servers: int, values: Any, p: int, n: Any) -> tuple[Any, ...]:
-    st = ReserveState(servers, reserve_start(servers, values, p, n))
-    st.c[p] = st.c[p] - n  # BUG: no reservation
-    return st.pack()
-
-
-def _read_not_added(servers: int, values: Any, p: int, j: int) -> tuple[Any, ...]:
-    view = ReserveState(servers, values).v[p]
-    st = ReserveState(servers, reserve_read(servers, values, p, j))
-    st.v[p] = view  # BUG: the value read is dropped
-    return st.pack()
-
-
-def _decide_discounting_own(servers: int, cap: int, values: Any, p: int) -> tuple[Any, ...]:
-    st = ReserveState(servers, values)
-    if keeps_reservation(st.v[p] - st.n[p], cap):  # BUG: own reservation discounted
-        if st.rank[p] > st.RL:
-            st.RL = st.rank[p]
-            st.ld = list(st.r[p])
-    else:
-        st.c[p] = st.c[p] - st.n[p]
-    st.clear_reader(p)
-    return st.pack()
-"""
 
 
 HEADER = '''# fmt: off
@@ -448,15 +370,7 @@ Run one with `PYTHONPATH=reference crosshair check --analysis_kind=icontract --r
 `python tools/run_proofs.py`.
 """
 
-from __future__ import annotations
-
-from typing import Any
-
-import icontract
-
-{extra_imports}from queueref.models.inductive import (
-{imports})
-'''
+{imports}'''
 
 
 def _explanation(family: Family, mutant: bool) -> str:
@@ -564,41 +478,57 @@ def render(family_list: list[Family], mutant: bool) -> str:
     servers = [f.servers for f in family_list]
     servers_text = f"N = {servers[0]}" if len(servers) == 1 else f"N = {servers[0]}..{servers[-1]}"
     path = f"proofs/{'mutants/' if mutant else ''}{first.module}{'_bad' if mutant else ''}.py"
-    imports = set(i for f in family_list for i in f.imports)
-    imports |= {"pack_state", "state_condition", first.names_function}
-    extra = ""
+    body = "\n"
+    for family in family_list:
+        n = family.servers
+        body += (
+            f"NAMES_{n} = {first.names_function}({n})\n"
+            f"BEFORE_{n} = state_condition({family.invariant}, {n}, NAMES_{n})\n"
+        )
     if mutant:
-        if first.model == "atomic":
-            imports |= {"ATOMIC_CHECK", "ATOMIC_FINISH", "ATOMIC_WRITE"}
-            extra = "from queueref.models.protocol import admits_check_then_write\n"
-        elif first.model == "fine":
-            imports |= {"FineState"}
-            extra = "from queueref.models.protocol import admits_check_then_write\n"
-        else:
-            imports |= {"ReserveState"}
-            extra = "from queueref.models.protocol import keeps_reservation\n"
+        # The broken step functions: each is a copy of its original with a named change.
+        for broken in STEP_MUTANTS[first.model]:
+            body += "\n\n" + broken_function(broken)
+    for family in family_list:
+        for ob in family.obligations:
+            body += _function(family, ob, mutant) + "\n"
     text = HEADER.format(
         kind="Proof obligations" if not mutant else "MUTANTS of the proof obligations",
         title=first.title,
         servers_text=servers_text,
         explanation=_explanation(first, mutant),
         path=path,
-        imports="".join(f"    {name},\n" for name in sorted(imports, key=_import_key)),
-        extra_imports=extra,
+        imports=import_block(body),
     )
-    text += "\n"
-    for family in family_list:
-        n = family.servers
-        text += (
-            f"NAMES_{n} = {first.names_function}({n})\n"
-            f"BEFORE_{n} = state_condition({family.invariant}, {n}, NAMES_{n})\n"
-        )
-    if mutant:
-        text += first.mutant_helpers
-    for family in family_list:
-        for ob in family.obligations:
-            text += _function(family, ob, mutant) + "\n"
-    return text
+    return text + body
+
+
+#: Where the names a generated file may use come from (isort order of the modules).
+IMPORTABLE: dict[str, set[str]] = {
+    "collections.abc": {"Sequence"},
+    "functools": {"partial"},
+    "typing": {"Any"},
+    "queueref.models.inductive": _defined_names(inductive),
+    "queueref.models.protocol": _defined_names(protocol),
+}
+
+
+def import_block(body: str) -> str:
+    """The imports of a generated file: exactly the names its body uses, in isort's layout."""
+    used = {node.id for node in ast.walk(ast.parse(body)) if isinstance(node, ast.Name)}
+    lines = ["from __future__ import annotations", ""]
+    stdlib = [
+        f"from {module} import {', '.join(sorted(names & used))}"
+        for module, names in IMPORTABLE.items()
+        if not module.startswith("queueref") and names & used
+    ]
+    lines += stdlib + ([""] if stdlib else []) + ["import icontract", ""]
+    for module, names in IMPORTABLE.items():
+        if module.startswith("queueref") and names & used:
+            lines.append(f"from {module} import (")
+            lines += [f"    {name}," for name in sorted(names & used, key=_import_key)]
+            lines.append(")")
+    return "\n".join(lines) + "\n"
 
 
 def _import_key(name: str) -> tuple[int, str]:
@@ -642,6 +572,7 @@ def outputs() -> list[Output]:
                         "servers": family.servers,
                         "expect": "confirmed",
                         "mutant": f"proofs/mutants/{family.module}_bad.py:{ob.name}",
+                        "breaks": _postcondition(family, ob.checks_bound),
                     }
                 )
     for family in (fine_family(2), reserve_family(2)):
@@ -656,8 +587,12 @@ def outputs() -> list[Output]:
                     "servers": 2,
                     "expect": "refuted",
                     "mutant": None,
+                    "breaks": _postcondition(family, step == "bound"),
                 }
             )
+    manifests["queues"] = queue_manifest()
+    for broken in BROKEN_FILES:
+        out.append(Output(ROOT / broken.output, broken_file(broken)))
     for model, entries in manifests.items():
         entries += EXTRA_MANIFEST_ENTRIES.get(model, [])
         text = json.dumps(entries, indent=1) + "\n"
@@ -697,12 +632,53 @@ EXTRA_MANIFEST_ENTRIES: dict[str, list[dict[str, object]]] = {
             "servers": 3,
             "expect": "refuted",
             "mutant": None,
+            "breaks": "the natural potential is within the bound after the step",
         }
     ]
 }
 
+
+def _postcondition(family: Family, checks_bound: bool) -> str:
+    """The description of the one `ensure` of an obligation: what its mutant must break."""
+    if checks_bound:
+        return f"{family.bound_requirement}: {family.bound_doc}"
+    return f"{family.requirement}: the invariant holds after the step"
+
+
+def queue_manifest() -> list[dict[str, object]]:
+    """`proofs/manifests/queues.json`: each obligation of `proofs/queue_obligations.py`,
+    whose broken copy must break its one postcondition."""
+    tree = ast.parse((ROOT / "proofs" / "queue_obligations.py").read_text())
+    entries: list[dict[str, object]] = []
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        ensures = [
+            d.args[1].value
+            for d in node.decorator_list
+            if isinstance(d, ast.Call)
+            and isinstance(d.func, ast.Attribute)
+            and d.func.attr == "ensure"
+            and isinstance(d.args[1], ast.Constant)
+        ]
+        assert len(ensures) == 1, f"{node.name}: one postcondition per obligation"
+        entries.append(
+            {
+                "target": f"proofs/queue_obligations.py:{node.name}",
+                "model": "queue",
+                "servers": None,
+                "expect": "confirmed",
+                "mutant": f"proofs/mutants/queue_obligations_bad.py:{node.name}",
+                "breaks": ensures[0],
+            }
+        )
+    return entries
+
+
 WEAK_HEADER = '''# fmt: off
-"""Weakened invariants: {title}, N = {servers}. Every obligation here MUST be refuted.
+"""Weakened invariants: {title}, N = {servers}.
+
+Every obligation here MUST be refuted.
 
 GENERATED by `proofs/generate.py` -- edit that script, not this file.
 
@@ -712,30 +688,13 @@ refutes each: no conjunct can be dropped, the invariant is not stronger than it 
 by accident. `tests/test_ob_proofs.py` runs one of them and reads the counterexample.
 """
 
-from __future__ import annotations
-
-from functools import partial
-from typing import Any
-
-import icontract
-
-from queueref.models.inductive import (
-{imports})
-'''
+{imports}'''
 
 
 def render_weak(family: Family) -> str:
     by_name = {ob.name: ob for ob in family.obligations}
-    imports = set(family.imports) | {"pack_state", "state_condition", family.names_function}
-    text = WEAK_HEADER.format(
-        title=family.title,
-        servers=family.servers,
-        module=family.module,
-        requirement=family.requirement,
-        imports="".join(f"    {name},\n" for name in sorted(imports, key=_import_key)),
-    )
     n = family.servers
-    text += f"\nNAMES_{n} = {family.names_function}({n})\n"
+    text = f"\nNAMES_{n} = {family.names_function}({n})\n"
     prefix = family.module.split("_")[0]
     for conjunct, step in DROPS[family.model].items():
         ob = by_name[f"{prefix}_n{n}_{step}"]
@@ -744,16 +703,23 @@ def render_weak(family: Family) -> str:
             f"\n{weak} = partial({family.invariant}, drop=({conjunct!r},))\n"
             f"BEFORE_{conjunct.upper()} = state_condition({weak}, {n}, NAMES_{n})\n"
         )
-        body = _function(family, ob, mutant=False)
+        weakened = replace(ob, doc=f"WEAKENED (no {conjunct!r} conjunct): {ob.doc}")
+        body = _function(family, weakened, mutant=False)
         body = body.replace(f"BEFORE_{n}", f"BEFORE_{conjunct.upper()}")
         body = body.replace(
             f"{family.invariant}({n}, M, W, result)",
             f"{family.invariant}({n}, M, W, result, drop=({conjunct!r},))",
         )
         body = body.replace(f"def {ob.name}(", f"def {ob.name}_without_{conjunct}(")
-        body = body.replace(f'"""{ob.doc}', f'"""WEAKENED (no {conjunct!r} conjunct): {ob.doc}')
         text += body + "\n"
-    return text
+    header = WEAK_HEADER.format(
+        title=family.title,
+        servers=family.servers,
+        module=family.module,
+        requirement=family.requirement,
+        imports=import_block(text),
+    )
+    return header + text
 
 
 def write_all(check_only: bool = False) -> list[Path]:

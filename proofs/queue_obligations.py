@@ -54,7 +54,7 @@ def fcfs_fifo_3(a: int, b: int, c: int) -> tuple[int, ...]:
     queue: tuple[int, ...] = ()
     for request in (a, b, c):
         queue = fcfs_add(queue, request)
-    out = []
+    out: list[int] = []
     for _ in range(3):
         request, queue = fcfs_pop(queue)
         out.append(request)
@@ -80,7 +80,7 @@ def priority_pop_order_3(a: int, b: int, c: int) -> tuple[int, ...]:
     queue: tuple[int, ...] = ()
     for request in (a, b, c):
         queue = priority_add(queue, request)
-    out = []
+    out: list[int] = []
     for _ in range(3):
         request, queue = priority_pop(queue)
         out.append(request)

@@ -9,6 +9,7 @@ Profiles (select with HYPOTHESIS_PROFILE; the Makefile picks `ci` under CI=true)
 from __future__ import annotations
 
 import os
+from typing import Any
 
 # Whole-structure contracts (RQ-IMPL-1, RQ-PRI-6, ...) are for tests: on before queueref loads.
 os.environ.setdefault("QUEUEREF_DEEP_CHECKS", "1")
@@ -19,7 +20,7 @@ import queueref.config  # noqa: E402
 
 queueref.config.set_deep_checks(os.environ["QUEUEREF_DEEP_CHECKS"] not in ("", "0"))
 
-_common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_common: dict[str, Any] = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", max_examples=60, derandomize=True, database=None, **_common)
 settings.register_profile("dev", max_examples=120, **_common)
 settings.register_profile("thorough", max_examples=2000, **_common)

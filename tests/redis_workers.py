@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from queueref.events import AdmissionEvent, write_jsonl
+from queueref.events import AdmissionEvent, EventKind, write_jsonl
 from queueref.redis_store import RedisAdmissionStore, StoreConfig
 
 
@@ -49,7 +49,7 @@ async def _admission_loop(
             n = rng.randint(1, max_n)
             decision = await store.admit(n)
             stamp = time.monotonic()
-            kind = "admit" if decision.admitted else "reject"
+            kind: EventKind = "admit" if decision.admitted else "reject"
             events.append(AdmissionEvent(stamp, server, kind, request_id, n, decision.view))
             if decision.admitted:
                 held.append((request_id, n))

@@ -9,12 +9,12 @@ from __future__ import annotations
 import ctypes
 import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import icontract
 import pytest
 
-import queueref.admission as admission_module
 from queueref import (
     AdmissionController,
     AdmissionRejected,
@@ -89,22 +89,31 @@ def spec_constants(text: str) -> dict[str, int]:
     return {name: int(value) for name, value in rows}
 
 
+def constants_mismatch(spec_text: str, stats: object) -> dict[str, Any]:
+    """The constants on which the spec's table and the class disagree: name -> (spec, code)."""
+    table = spec_constants(spec_text)
+    code = {name: getattr(stats, name, None) for name in table}
+    return {name: (table[name], code[name]) for name in table if table[name] != code[name]}
+
+
 def test_constants_table_matches_the_code() -> None:
     """ADM-LAYOUT-1: the table in the spec and the class constants agree."""
-    table = spec_constants(SPEC.read_text(encoding="utf-8"))
+    text = SPEC.read_text(encoding="utf-8")
+    table = spec_constants(text)
     assert table == {"CACHE_LINE_BYTES": 64, "COUNTER_BYTES": 8, "COUNTERS_PER_SLOT": 8}
-    code = {name: getattr(SharedAdmissionStats, name) for name in table}
-    assert code == table
+    assert constants_mismatch(text, SharedAdmissionStats) == {}
     assert SharedAdmissionStats.COUNTERS_PER_SLOT == 64 // 8
 
 
 def test_constants_table_check_has_teeth() -> None:
-    """ADM-LAYOUT-1: a table with a wrong value is told apart from the code."""
-    broken = SPEC.read_text(encoding="utf-8").replace(
-        "| `COUNTER_BYTES` | 8 |", "| `COUNTER_BYTES` | 4 |"
-    )
-    table = spec_constants(broken)
-    assert table["COUNTER_BYTES"] != SharedAdmissionStats.COUNTER_BYTES
+    """ADM-LAYOUT-1: the comparison catches a spec with a wrong value, and code with one."""
+    text = SPEC.read_text(encoding="utf-8")
+    broken_spec = text.replace("| `COUNTER_BYTES` | 8 |", "| `COUNTER_BYTES` | 4 |")
+    assert broken_spec != text
+    assert constants_mismatch(broken_spec, SharedAdmissionStats) == {"COUNTER_BYTES": (4, 8)}
+
+    wrong_slot = SimpleNamespace(CACHE_LINE_BYTES=64, COUNTER_BYTES=8, COUNTERS_PER_SLOT=16)
+    assert constants_mismatch(text, wrong_slot) == {"COUNTERS_PER_SLOT": (8, 16)}
 
 
 @pytest.mark.parametrize(("count", "expected"), [(1, 8), (2, 16), (3, 24), (64, 512)])
@@ -507,7 +516,7 @@ def test_abandoned_check_gives_the_reservation_back() -> None:
 
 def test_decision_contract_has_teeth(monkeypatch: pytest.MonkeyPatch) -> None:
     """ADM-CTL-3 has teeth: a decision step that always admits is caught by the postcondition."""
-    monkeypatch.setattr(admission_module.protocol, "admits", lambda *args: True)
+    monkeypatch.setattr("queueref.admission.protocol.admits", lambda *args: True)
     server = local_server(10, max_num_queued_reqs=10)
     with pytest.raises(icontract.ViolationError, match="ADM-CTL-3"):
         server.check_admission()
@@ -661,7 +670,7 @@ def test_spec_examples_fail_on_a_broken_controller(monkeypatch: pytest.MonkeyPat
 
     clean = doctest.testfile(str(SPEC), module_relative=False, report=False, verbose=False)
     assert clean.failed == 0 and clean.attempted > 40
-    monkeypatch.setattr(admission_module.protocol, "admits", lambda *args: True)
+    monkeypatch.setattr("queueref.admission.protocol.admits", lambda *args: True)
     broken = doctest.testfile(str(SPEC), module_relative=False, report=False, verbose=False)
     assert broken.failed >= 3
 

@@ -54,11 +54,18 @@ def test_schema_is_enforced(fields: dict[str, Any]) -> None:
 
 
 def test_valid_events() -> None:
-    """ADM-EV-1: each kind with its fields; view may be None (a token rejection)."""
-    AdmissionEvent(1.0, 0, "admit", "a", 2, 3)
-    AdmissionEvent(1.0, 0, "reject", "a", 1, None)
-    AdmissionEvent(1.0, 0, "abort", "a", 3, None, 0.5)
-    AdmissionEvent(1, 0, "finish", "0_a", 1, None, 1)
+    """ADM-EV-1: each kind with its fields; view may be None (a token rejection); an int
+    time is a valid time. Every field keeps the value it was given."""
+    cases = [
+        (1.0, 0, "admit", "a", 2, 3, None),
+        (1.0, 0, "reject", "a", 1, None, None),
+        (1.0, 0, "abort", "a", 3, None, 0.5),
+        (1, 0, "finish", "0_a", 1, None, 1),
+    ]
+    for fields in cases:
+        event = AdmissionEvent(*fields)  # type: ignore[arg-type]
+        assert (event.t, event.server, event.event, event.request_id) == fields[:4]
+        assert (event.n, event.view, event.t_before) == fields[4:]
 
 
 def test_json_round_trip_one_line() -> None:

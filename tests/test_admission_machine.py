@@ -43,7 +43,7 @@ from queueref import (
     SharedAdmissionStats,
     create_request_queue,
 )
-from queueref.admission import AdmissionCheck
+from queueref.admission import AdmissionCheck, AdmissionMode
 from queueref.models.protocol import overshoot_bound
 from queueref.queues import RequestQueue
 
@@ -62,7 +62,9 @@ class CrossProcessAdmission(RuleBasedStateMachine):
         mode=st.sampled_from(["shared", "reserve"]),
         policy=st.sampled_from([SchedulingPolicy.FCFS, SchedulingPolicy.PRIORITY]),
     )
-    def setup(self, num_servers: int, cap: int, max_n: int, mode: str, policy: Any) -> None:
+    def setup(
+        self, num_servers: int, cap: int, max_n: int, mode: AdmissionMode, policy: Any
+    ) -> None:
         """ADM-CTL-7: one controller per server over one shared buffer."""
         note(f"N={num_servers} M={cap} W={max_n} mode={mode} policy={policy.value}")
         self.num_servers = num_servers

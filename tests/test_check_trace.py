@@ -17,7 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from queueref.admission import AdmissionController, AdmissionRejected, SharedAdmissionStats
+from queueref.admission import (
+    AdmissionController,
+    AdmissionMode,
+    AdmissionRejected,
+    SharedAdmissionStats,
+)
 from queueref.cli import main
 from queueref.events import AdmissionEvent, write_jsonl
 from queueref.front import APIServer
@@ -198,7 +203,7 @@ def test_bad_parameters_are_rejected() -> None:
             check_admission_trace([], **arguments)  # type: ignore[arg-type]
 
 
-def recorded_trace(mode: str, seed: int, steps: int = 120) -> list[AdmissionEvent]:
+def recorded_trace(mode: AdmissionMode, seed: int, steps: int = 120) -> list[AdmissionEvent]:
     """A trace recorded by three queueref APIServer fronts sharing one counter array."""
     rng = random.Random(seed)
     clock = itertools.count(1)
@@ -242,7 +247,7 @@ def recorded_trace(mode: str, seed: int, steps: int = 120) -> list[AdmissionEven
 
 
 @pytest.mark.parametrize("mode", ["shared", "reserve"])
-def test_traces_recorded_by_queueref_servers_are_clean(mode: str, tmp_path: Path) -> None:
+def test_traces_recorded_by_queueref_servers_are_clean(mode: AdmissionMode, tmp_path: Path) -> None:
     """ORC-TR-1, ORC-TR-4, ADM-EV-3, ADM-FRONT-2: real fronts' records pass, also via a file."""
     for seed in range(3):
         events = recorded_trace(mode, seed)

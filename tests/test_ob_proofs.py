@@ -8,6 +8,7 @@ refutation, the generated files being current, and the invariants on concrete ru
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import random
@@ -55,6 +56,51 @@ def test_generated_obligation_files_are_current() -> None:
     assert generate.write_all(check_only=True) == []
 
 
+def test_a_stale_generated_file_is_reported_and_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OB-FINE-1: `generate.py --check` (run by `make proofs`) names a generated file that
+    differs from what it would write, and does not rewrite it."""
+    generate = _load("proofs/generate.py")
+    path = ROOT / "proofs" / "mutants" / "fine_n2_bad.py"
+    before = path.read_text()
+    stale = generate.Output(path, before.replace("st.k[p] = 1", "st.k[p] = 0"))
+    monkeypatch.setattr(generate, "outputs", lambda: [stale])
+    assert generate.write_all(check_only=True) == [path]
+    assert path.read_text() == before
+
+
+def _functions(source: str) -> dict[str, str]:
+    tree = ast.parse(source)
+    return {
+        node.name: ast.get_source_segment(source, node) or ""
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+    }
+
+
+def test_broken_copies_differ_from_their_originals_only_by_their_named_changes() -> None:
+    """OB-FINE-1, OB-ATOMIC-1, OB-WTC-1: every generated broken copy is its original with
+    the named changes of proofs/mutations.py and nothing else; a change that no longer
+    applies stops the generator with the change's name."""
+    mutations = _load("proofs/mutations.py")
+    for broken in mutations.BROKEN_FILES:
+        original = _functions((ROOT / broken.original).read_text())
+        copy = _functions((ROOT / broken.output).read_text())
+        assert copy.keys() == original.keys()
+        changed = {change.function for change in broken.changes}
+        for name, text in original.items():
+            assert (copy[name] != text) == (name in changed), name
+    inductive = _functions((ROOT / mutations.INDUCTIVE).read_text())
+    for step_mutants in mutations.STEP_MUTANTS.values():
+        for broken in step_mutants:
+            copy = mutations.broken_function(broken)
+            assert f"def {broken.name}(" in copy
+            for change in broken.changes:
+                assert change.old in inductive[broken.original] and change.new in copy
+    drifted = mutations.Change("fcfs_add", "a bug that no longer applies", "no such text", "")
+    with pytest.raises(mutations.ChangeDoesNotApply, match="a bug that no longer applies"):
+        mutations.apply((ROOT / "reference/queueref/queue_semantics.py").read_text(), (drifted,))
+
+
 def test_manifests_cover_every_transition_and_pair_every_confirmation(
     run_proofs: ModuleType,
 ) -> None:
@@ -78,7 +124,7 @@ def test_manifests_cover_every_transition_and_pair_every_confirmation(
             e["target"].rpartition("_without_")[2] for e in entries if "_without_" in e["target"]
         }
         assert dropped == set(conjuncts)
-    for entry in atomic + _manifest("fine") + _manifest("write-then-check"):
+    for entry in atomic + _manifest("fine") + _manifest("write-then-check") + _manifest("queues"):
         file_part, _, function = entry["target"].rpartition(":")
         run_proofs.def_line(ROOT / file_part, function)  # raises when missing
         assert entry["expect"] in ("confirmed", "refuted")
@@ -86,8 +132,10 @@ def test_manifests_cover_every_transition_and_pair_every_confirmation(
             mutant_file, _, mutant_function = entry["mutant"].rpartition(":")
             assert mutant_file.startswith("proofs/mutants/") and mutant_function == function
             run_proofs.def_line(ROOT / mutant_file, mutant_function)
+            assert entry["breaks"] in run_proofs.conditions(ROOT / mutant_file, function)
         else:
             assert entry["target"].startswith("proofs/mutants/")
+            assert entry["breaks"] in run_proofs.conditions(ROOT / file_part, function)
 
 
 def test_a_confirmed_obligation_and_its_refuted_mutant(run_proofs: ModuleType) -> None:
@@ -97,6 +145,8 @@ def test_a_confirmed_obligation_and_its_refuted_mutant(run_proofs: ModuleType) -
     assert confirmed.status == "confirmed", confirmed
     mutant = run_proofs.run_target("proofs/mutants/fine_n2_bad.py:fine_n2_decide_0", 30)
     assert mutant.status == "refuted" and mutant.detail.startswith("false when calling"), mutant
+    found = run_proofs.refutation(mutant, "OB-FINE-1: the invariant holds after the step")
+    assert found.intended, found
 
 
 def _counterexample_args(detail: str, function: str) -> list[int]:
@@ -172,14 +222,102 @@ def test_run_proofs_reads_crosshair_honestly(
 
 
 def test_run_proofs_fails_a_confirmation_without_a_refuted_mutant(run_proofs: ModuleType) -> None:
-    """OB-FINE-1: a confirmed obligation whose mutant is not refuted fails the run."""
-    run = run_proofs.Run
+    """OB-FINE-1: a confirmed obligation whose mutant is not refuted on the condition it
+    names fails the run: not refuted, refuted on another line, timed out, or no mutant."""
+    run, report = run_proofs.Run, run_proofs.Report
+    target = "proofs/mutants/queue_obligations_bad.py:remove_3"
+    breaks = "RQ-ALL-6: exactly that request leaves; the others keep their order"
+    lines = run_proofs.conditions(ROOT / target.rpartition(":")[0], "remove_3")[breaks]
     good = run("t", "confirmed", 1.0, "", "")
-    entry = {"target": "t", "expect": "confirmed", "mutant": "m"}
-    assert run_proofs.verdict(entry, good, run("m", "refuted", 1.0, "", "")) == []
-    assert run_proofs.verdict(entry, good, run("m", "confirmed", 1.0, "", ""))
+    entry = {"target": "t", "expect": "confirmed", "mutant": target, "breaks": breaks}
+
+    def refuted_at(line: int, message: str = "false when calling remove_3(0, 1, 2, 0)") -> Any:
+        return run(target, "refuted", 1.0, message, "", (report("f.py", line, "error", message),))
+
+    assert run_proofs.verdict(entry, good, refuted_at(lines[0])) == []
+    assert run_proofs.verdict(entry, good, refuted_at(lines[0] - 3))  # a precondition's line
+    crash = "NameError: name 'x' is not defined when calling remove_3(0, 1, 2, 0)"
+    assert run_proofs.verdict(entry, good, refuted_at(lines[0], crash))
+    assert run_proofs.verdict(entry, good, run(target, "not-confirmed", 1.0, "timed out", ""))
+    assert run_proofs.verdict(entry, good, run(target, "confirmed", 1.0, "", ""))
     assert run_proofs.verdict(entry, good, None)
+    assert run_proofs.verdict({**entry, "breaks": None}, good, refuted_at(lines[0]))
     assert run_proofs.verdict(entry, run("t", "not-confirmed", 1.0, "", ""), None)
+
+
+PLANTED = """
+import icontract
+
+
+@icontract.ensure(lambda x, result: result >= 0, "P-1: never negative")
+@icontract.ensure(lambda x, result: result <= 10, "P-2: at most ten")
+def correct(x: int) -> int:
+    return 0
+
+
+@icontract.ensure(lambda x, result: result >= 0, "P-1: never negative")
+@icontract.ensure(lambda x, result: result <= 10, "P-2: at most ten")
+def breaks_p1(x: int) -> int:
+    return -1 if x > 100 else 0
+
+
+@icontract.ensure(lambda x, result: result >= 0, "P-1: never negative")
+@icontract.ensure(lambda x, result: result <= 10, "P-2: at most ten")
+def crashes(x: int) -> int:
+    return undefined_name if x > 100 else 0
+
+
+@icontract.ensure(lambda x, result: result >= 0, "P-1: never negative")
+@icontract.ensure(lambda x, result: result <= 10, "P-2: at most ten")
+def breaks_p2(x: int) -> int:
+    return 11 if x > 100 else 0
+"""
+
+
+def test_run_proofs_rejects_a_crashing_mutant_and_one_that_breaks_another_condition(
+    run_proofs: ModuleType, tmp_path: Path
+) -> None:
+    """OB-FINE-1: planted mutants, each meant to break "P-1: never negative": one that does
+    is accepted; one that raises NameError, one whose counterexample is to "P-2", and one
+    whose file fails to import fail the run, and build/obligations.json says why."""
+    planted = tmp_path / "planted.py"
+    planted.write_text(PLANTED)
+    unimportable = tmp_path / "unimportable.py"
+    unimportable.write_text("import no_such_module_for_queueref\n" + PLANTED)
+    mutants = {
+        "intended": f"{planted}:breaks_p1",
+        "crash": f"{planted}:crashes",
+        "other": f"{planted}:breaks_p2",
+        "import": f"{unimportable}:breaks_p1",
+    }
+    manifest = tmp_path / "planted.json"
+    entries = [
+        {"target": f"{planted}:correct", "model": "planted", "servers": None,
+         "expect": "confirmed", "mutant": mutant, "breaks": "P-1: never negative"}
+        for mutant in mutants.values()
+    ]  # fmt: skip
+    manifest.write_text(json.dumps(entries))
+    output = tmp_path / "obligations.json"
+    argv = ["--manifest", str(manifest), "--z3", "none", "--timeout", "10", "--output", str(output)]
+    assert run_proofs.main(argv) == 1
+    records = {r["mutant"]["name"]: r for r in json.loads(output.read_text())}
+    assert {name: records[m]["ok"] for name, m in mutants.items()} == {
+        "intended": True,
+        "crash": False,
+        "other": False,
+        "import": False,
+    }
+    intended = records[mutants["intended"]]["mutant"]
+    assert intended["refuted_as_intended"] and intended["refuted"] == "P-1: never negative"
+    crash = records[mutants["crash"]]["mutant"]
+    assert crash["status"] == "refuted" and not crash["refuted_as_intended"]
+    assert "an error, not a counterexample: NameError" in crash["refuted"], crash
+    other = records[mutants["other"]]["mutant"]
+    assert other["status"] == "refuted" and not other["refuted_as_intended"]
+    assert other["refuted"] == "another condition: P-2: at most ten", other
+    failed_import = records[mutants["import"]]["mutant"]
+    assert failed_import["status"] == "error" and not failed_import["refuted_as_intended"]
+    assert records[mutants["import"]]["problems"], failed_import
 
 
 def _walk_fine(

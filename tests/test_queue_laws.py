@@ -115,4 +115,4 @@ def test_reference_queue_obeys_the_laws_machine(cls: type[RequestQueue]) -> None
     prepend_requests moves every request and leaves the other queue
     (RQ-ALL-8); duplicates and taken ids rejected (RQ-ALL-2, RQ-ALL-3).
     """
-    run_state_machine_as_test(lambda: StrictQueueMachine(cls, None))
+    run_state_machine_as_test(lambda: StrictQueueMachine(cls, None))  # type: ignore[arg-type]

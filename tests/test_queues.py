@@ -139,7 +139,7 @@ def test_add_and_prepend_grow_by_one(cls: type[RequestQueue]) -> None:
     a, b = Request("a"), Request("b", arrival_time=1.0)
     queue.add_request(a)
     queue.prepend_request(b)
-    assert len(queue) == 2 and a in queue and b in queue  # type: ignore[operator]
+    assert len(queue) == 2 and a in queue and b in queue
 
 
 @pytest.mark.parametrize("cls", QUEUE_CLASSES)
@@ -416,7 +416,7 @@ class TwoPerRemoveMany(FCFSRequestQueue):
 def test_contracts_refute_broken_variants(cls: type, action: Any, requirement: str) -> None:
     """Each contract has teeth: a broken variant raises a violation naming the requirement."""
     queue = cls()
-    correct = cls.__bases__[0]  # fill with the correct parent's add_request
+    correct: Any = cls.__bases__[0]  # fill with the correct parent's add_request
     for i, name in enumerate(("a", "b", "c")):
         correct.add_request(queue, Request(name, priority=i, arrival_time=float(i)))
     with pytest.raises(icontract.ViolationError, match=requirement):

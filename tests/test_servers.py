@@ -64,7 +64,7 @@ def hold_then_crash(spec: ServerSpec) -> None:
 
 def drain(results: Any, count: int, timeout: float = 30.0) -> list[Any]:
     deadline = time.monotonic() + timeout
-    items = []
+    items: list[Any] = []
     while len(items) < count:
         items.append(results.get(timeout=max(0.1, deadline - time.monotonic())))
     return items
@@ -118,7 +118,7 @@ def test_bad_group_input() -> None:
         {"num_servers": 2, "max_num_queued_reqs": 1, "protocol": "optimistic"},
     ):
         with pytest.raises(ValueError, match="ADM-SRV-1"):
-            ServerGroup(hold_then_crash, **kwargs)  # type: ignore[arg-type]
+            ServerGroup(hold_then_crash, **kwargs)
 
 
 # ---------------------------------------------------------------------------

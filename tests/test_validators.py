@@ -86,7 +86,7 @@ def test_request_has_no_integer_check_of_its_own() -> None:
 
     assert not hasattr(request, "_is_int_at_least")
     assert not hasattr(trace_check, "_is_int")
-    assert request.is_int_at_least is is_int_at_least
+    assert request.is_int_at_least is is_int_at_least  # type: ignore[attr-defined]
 
 
 # --- one protocol vocabulary ---------------------------------------------------------

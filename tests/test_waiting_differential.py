@@ -348,29 +348,29 @@ def run(sc: Scenario, vllm: Any, ours: QueuerefSide) -> str | None:
                     ours.info[rid].num_tokens += 1
         else:
             _, u, v = event
-            by_status = {rid: vllm.requests[rid].status for rid in known}
+            by_status = {r: vllm.requests[r].status for r in known}
             if kind == "grammar":
-                rid = _pick([r for r, s in by_status.items() if s is GRAMMAR], u)
-                if rid is not None:
-                    vllm.requests[rid].grammar_ready = ours.info[rid].grammar_ready = True
+                picked = _pick([r for r, s in by_status.items() if s is GRAMMAR], u)
+                if picked is not None:
+                    vllm.requests[picked].grammar_ready = ours.info[picked].grammar_ready = True
             elif kind == "kv_done":
-                rid = _pick([r for r, s in by_status.items() if s is REMOTE_KVS], u)
-                if rid is not None:
-                    vllm.world.finished_recving.add(rid)
-                    ours.world.finished_recving.add(rid)
+                picked = _pick([r for r, s in by_status.items() if s is REMOTE_KVS], u)
+                if picked is not None:
+                    vllm.world.finished_recving.add(picked)
+                    ours.world.finished_recving.add(picked)
             elif kind in ("preempt", "stop"):
-                rid = _pick(_ids(vllm.running), u)
-                if rid is not None:
-                    getattr(vllm, kind)(vllm.requests[rid])
-                    getattr(ours, kind)(rid)
+                picked = _pick(_ids(vllm.running), u)
+                if picked is not None:
+                    getattr(vllm, kind)(vllm.requests[picked])
+                    getattr(ours, kind)(picked)
             elif kind == "update":
                 sessions = [r for r in known if vllm.requests[r].resumable]
                 paused = [r for r in sessions if by_status[r] is STREAMING]
-                rid = _pick(paused or sessions, u)  # mostly for a paused session
-                if rid is not None:
+                picked = _pick(paused or sessions, u)  # mostly for a paused session
+                if picked is not None:
                     tokens = None if v < 0.2 else 1 + int(v * 3)
-                    vllm.add_streaming_update(rid, tokens)
-                    ours.add_streaming_update(rid, tokens)
+                    vllm.add_streaming_update(picked, tokens)
+                    ours.add_streaming_update(picked, tokens)
             else:  # abort: some known ids, maybe an unknown one
                 ids = [r for r in known if _chosen(r, u, 3)] + (["ghost"] if v < 0.3 else [])
                 got_ids = ours.finish_requests(ids)

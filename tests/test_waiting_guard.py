@@ -87,12 +87,15 @@ def test_guard_not_asked_on_empty_queues() -> None:
     `waiting or skipped_waiting` first)."""
     wq = WaitingQueues("priority")
     asked: list[int] = []
-    assert wq.schedule_step(lambda r: RUN, should_continue=lambda: bool(asked.append(1))) == []
+
+    def ask(answer: bool) -> bool:
+        asked.append(1)
+        return answer
+
+    assert wq.schedule_step(lambda r: RUN, should_continue=lambda: ask(False)) == []
     assert asked == []
     wq.enqueue(Request("a"))
-    assert _ids(wq.schedule_step(lambda r: RUN, should_continue=lambda: not asked.append(1))) == [
-        "a"
-    ]
+    assert _ids(wq.schedule_step(lambda r: RUN, should_continue=lambda: ask(True))) == ["a"]
     assert asked == [1]  # asked once; afterwards both queues were empty
 
 
@@ -103,7 +106,7 @@ def test_guard_must_answer_a_bool_and_the_step_stays_consistent() -> None:
     wq.enqueue(Request("b", arrival_time=1.0))
     answers = iter([True, 1])
     with pytest.raises(TypeError, match="WL-STEP-9: should_continue returned 1"):
-        wq.schedule_step(lambda r: SKIP, should_continue=lambda: next(answers))
+        wq.schedule_step(lambda r: SKIP, should_continue=lambda: next(answers))  # type: ignore[arg-type,return-value]
     assert _ids(wq.skipped_waiting) == ["a"] and _ids(wq.waiting) == ["b"]
     with pytest.raises(TypeError, match="WL-STEP-1"):
         wq.schedule_step(lambda r: RUN, should_continue=3)  # type: ignore[arg-type]

@@ -382,7 +382,7 @@ class V033Machine(RuleBasedStateMachine):
             if decision is ASYNC:
                 request.status = KV
                 return SKIP
-            return decision  # type: ignore[no-any-return]
+            return decision
 
         def try_promote(request: Any) -> bool:
             real_asked.append(request)

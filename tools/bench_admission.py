@@ -107,7 +107,7 @@ def _protocol_rows(
             num_servers=num_servers,
             max_num_queued_reqs=cap,
             max_n=max_n,
-            protocol=protocol,  # type: ignore[arg-type]
+            protocol=protocol,
             seconds=seconds,
             seed=seed,
         )

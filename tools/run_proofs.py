@@ -15,8 +15,17 @@ PYTHONPATH, two at a time. The status is read from CrossHair's own words:
 * anything else ("Not confirmed.", nothing reported, a timeout)     -> not-confirmed
 * CrossHair itself failed (exit status 2, a traceback, no report)   -> error
 
+A refutation counts only when it is the one intended. Every entry that must be refuted (a
+mutant, or an entry with `"expect": "refuted"`) names in `"breaks"` the description of the
+`icontract.ensure` it must break, and the runner accepts it only when CrossHair reports
+"error: false when calling FUNCTION(...)" on the line of that condition's lambda. An
+exception ("NameError: ... when calling"), a failed import, a timeout or a counterexample
+to another condition (a precondition of a callee, another postcondition) fails the step;
+the report names the condition each one refuted, or what happened instead.
+
 Results go to `build/obligations.json` as a list of
-`{"name", "model", "servers", "expect", "status", "seconds", "detail", "mutant": {...}}`,
+`{"name", "model", "servers", "expect", "status", "seconds", "detail", "refuted", "mutant": {...}}`
+(`refuted`: the condition CrossHair refuted, or why it is not the intended one),
 and a table is printed. Exit status 1 when any entry does not yield what it expects, or a
 confirmed obligation's mutant is not refuted (or has none).
 
@@ -58,6 +67,16 @@ CONFIRMED_MESSAGE = "Confirmed over all paths."
 
 
 @dataclass(frozen=True)
+class Report:
+    """One "FILE:LINE: SEVERITY: MESSAGE" line of CrossHair's output."""
+
+    file: str
+    line: int
+    severity: str
+    message: str
+
+
+@dataclass(frozen=True)
 class Run:
     """The outcome of one `crosshair check` of one target."""
 
@@ -66,6 +85,7 @@ class Run:
     seconds: float
     detail: str
     command: str
+    reports: tuple[Report, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -76,6 +96,14 @@ class Run:
         }
 
 
+@dataclass(frozen=True)
+class Refutation:
+    """Whether a run refuted the condition it had to, and which condition it refuted."""
+
+    intended: bool
+    refuted: str  # the condition's description, or what happened instead
+
+
 def def_line(path: Path, function: str) -> int:
     """The line of `def function` at the top level of `path`."""
     tree = ast.parse(path.read_text(), filename=str(path))
@@ -83,6 +111,65 @@ def def_line(path: Path, function: str) -> int:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == function:
             return node.lineno
     raise LookupError(f"{path}: no top-level function {function!r}")
+
+
+def parse_reports(stdout: str) -> tuple[Report, ...]:
+    """CrossHair's report lines, in order."""
+    found = []
+    for text in stdout.splitlines():
+        m = REPORT_LINE.match(text.strip())
+        if m is not None:
+            found.append(
+                Report(m.group("file"), int(m.group("line")), m.group("severity"), m["message"])
+            )
+    return tuple(found)
+
+
+def conditions(path: Path, function: str) -> dict[str, tuple[int, int]]:
+    """The icontract conditions on top-level `function` of `path`: description -> the lines
+    of the condition (its lambda, or the name it is given by)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == function:
+            found: dict[str, tuple[int, int]] = {}
+            for decorator in node.decorator_list:
+                if not isinstance(decorator, ast.Call) or len(decorator.args) < 2:
+                    continue
+                condition, description = decorator.args[0], decorator.args[1]
+                if isinstance(description, ast.Constant) and isinstance(description.value, str):
+                    end = condition.end_lineno or condition.lineno
+                    found[description.value] = (condition.lineno, end)
+            return found
+    raise LookupError(f"{path}: no top-level function {function!r}")
+
+
+def refutation(run: Run, breaks: str) -> Refutation:
+    """Did `run` refute the condition described by `breaks`, with a counterexample?
+
+    Only "error: false when calling FUNCTION(" on a line of that condition counts. The
+    `refuted` text says which condition was refuted, or what happened instead."""
+    file_part, _, function = run.target.rpartition(":")
+    if run.status != REFUTED:
+        return Refutation(False, f"not refuted ({run.status}: {run.detail})")
+    try:
+        known = conditions(ROOT / file_part, function)
+    except (OSError, SyntaxError, LookupError) as error:
+        return Refutation(False, f"cannot read the conditions: {error}")
+    if breaks not in known:
+        return Refutation(False, f"no condition {breaks!r} on {function}")
+    first, last = known[breaks]
+    errors = [r for r in run.reports if r.severity == "error"]
+    counterexample = f"false when calling {function}("
+    for report in errors:
+        if report.message.startswith(counterexample) and first <= report.line <= last:
+            return Refutation(True, breaks)
+    report = errors[0]
+    if not report.message.startswith("false when calling"):
+        return Refutation(False, f"an error, not a counterexample: {report.message[:200]}")
+    for description, (low, high) in known.items():
+        if low <= report.line <= high and report.message.startswith(counterexample):
+            return Refutation(False, f"another condition: {description}")
+    return Refutation(False, f"another condition (line {report.line}): {report.message[:200]}")
 
 
 def classify(returncode: int, stdout: str, stderr: str) -> tuple[str, str]:
@@ -138,7 +225,8 @@ def run_target(target: str, per_condition_timeout: float) -> Run:
     except subprocess.TimeoutExpired:
         return Run(target, NOT_CONFIRMED, time.perf_counter() - began, "timed out", command)
     status, detail = classify(proc.returncode, proc.stdout, proc.stderr)
-    return Run(target, status, time.perf_counter() - began, detail, command)
+    seconds = time.perf_counter() - began
+    return Run(target, status, seconds, detail, command, parse_reports(proc.stdout))
 
 
 def run_z3(servers: str) -> Run:
@@ -163,23 +251,36 @@ def load_entries(manifests: list[Path]) -> list[dict[str, object]]:
     for manifest in manifests:
         for entry in json.loads(manifest.read_text()):
             entry = dict(entry)
-            entry["_manifest"] = str(manifest.relative_to(ROOT))
+            entry["_manifest"] = str(manifest)
             entries.append(entry)
     return entries
 
 
 def verdict(entry: dict[str, object], main: Run, mutant: Run | None) -> list[str]:
-    """Why an entry fails (empty when it yields what it expects)."""
+    """Why an entry fails (empty when it yields what it expects).
+
+    What must be refuted -- the mutant of a confirmed entry, or a refuted entry itself --
+    must be refuted on the condition the entry names in "breaks", with a counterexample."""
     problems = []
     expect = entry.get("expect")
+    breaks = entry.get("breaks")
     if main.status != expect:
         problems.append(f"expected {expect}, got {main.status}")
+    elif expect == REFUTED:
+        problems += _refutation_problems("", main, breaks)
     if expect == CONFIRMED:
         if mutant is None:
             problems.append("no mutant: a confirmation nothing refutes is not evidence")
-        elif mutant.status != REFUTED:
-            problems.append(f"mutant {mutant.status}, expected refuted")
+        else:
+            problems += _refutation_problems("mutant ", mutant, breaks)
     return problems
+
+
+def _refutation_problems(who: str, run: Run, breaks: object) -> list[str]:
+    if not isinstance(breaks, str) or not breaks:
+        return [f'{who}names no condition to break ("breaks")']
+    found = refutation(run, breaks)
+    return [] if found.intended else [f"{who}not refuted on {breaks!r}: {found.refuted}"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -214,27 +315,36 @@ def main(argv: list[str] | None = None) -> int:
         mutant_run = runs[str(entry["mutant"])] if entry.get("mutant") else None
         problems = verdict(entry, main_run, mutant_run)
         failures += bool(problems)
+        breaks = str(entry.get("breaks") or "")
         record: dict[str, object] = {
             "name": entry["target"],
             "model": entry.get("model"),
             "servers": entry.get("servers"),
             "expect": entry.get("expect"),
+            "breaks": breaks or None,
             **main_run.to_json(),
             "ok": not problems,
             "problems": problems,
         }
-        if mutant_run is not None:
+        if entry.get("expect") == REFUTED:
+            record["refuted"] = refutation(main_run, breaks).refuted
+        found = refutation(mutant_run, breaks) if mutant_run is not None else None
+        if mutant_run is not None and found is not None:
             record["mutant"] = {
                 "name": entry["mutant"],
                 "model": entry.get("model"),
                 "servers": entry.get("servers"),
                 "expect": REFUTED,
+                "breaks": breaks or None,
                 **mutant_run.to_json(),
+                "refuted": found.refuted,
+                "refuted_as_intended": found.intended,
             }
         records.append(record)
-        mutant_text = (
-            "-" if mutant_run is None else f"{mutant_run.status} ({mutant_run.seconds:.1f} s)"
-        )
+        mutant_text = "-"
+        if mutant_run is not None and found is not None:
+            mutant_text = f"{mutant_run.status} ({mutant_run.seconds:.1f} s)"
+            mutant_text += f": {found.refuted}" if found.intended else ""
         flag = "" if not problems else "   <-- FAIL: " + "; ".join(problems)
         name = str(entry["target"]).removeprefix("proofs/")
         print(

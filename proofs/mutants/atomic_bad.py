@@ -15,22 +15,23 @@ proofs/mutants/atomic_bad.py:LINE` (LINE: the line of its first decorator), or a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import icontract
 
-from queueref.models.protocol import admits_check_then_write
 from queueref.models.inductive import (
     ATOMIC_CHECK,
     ATOMIC_FINISH,
     ATOMIC_WRITE,
     atomic_bound,
-    atomic_initial,
     atomic_invariant,
     atomic_names,
-    atomic_step,
     pack_state,
     state_condition,
+)
+from queueref.models.protocol import (
+    admits_check_then_write,
 )
 
 NAMES_1 = atomic_names(1)
@@ -52,20 +53,29 @@ BEFORE_8 = state_condition(atomic_invariant, 8, NAMES_8)
 
 
 def _initial_stale_slot(servers: int) -> tuple[int, ...]:
-    values = list(atomic_initial(servers))
-    values[0] = 1  # BUG: a slot that was never cleared
-    return tuple(values)
+    """BROKEN copy of inductive.atomic_initial: slot 0 starts at 1, a counter never
+    cleared."""
+    return (1,) + (0,) * (2 * servers - 1)
 
 
 def _step_async_gap(
-    servers: int, cap: int, weight: int, values: Any, action: Any, server: Any, n: Any
+    servers: int,
+    cap: int,
+    weight: int,
+    values: Sequence[Any],
+    action: Any,
+    server: Any,
+    n: Any,
 ) -> tuple[Any, ...]:
+    """BROKEN copy of inductive.atomic_step: a second check does not wait for the first
+    one's write; and adds to what is pending."""
     c = list(values[:servers])
     pend = list(values[servers : 2 * servers])
     for q in range(servers):
         if server == q:
             if action == ATOMIC_CHECK:
-                if 1 <= n <= weight:  # BUG: no wait for the pending write
+                # BUG: a second check does not wait for the write.
+                if 1 <= n <= weight:
                     if admits_check_then_write(sum(c), n, cap):
                         pend[q] = pend[q] + n
             elif action == ATOMIC_WRITE:

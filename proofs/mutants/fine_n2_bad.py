@@ -15,23 +15,24 @@ proofs/mutants/fine_n2_bad.py:LINE` (LINE: the line of its first decorator), or 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import icontract
 
-from queueref.models.protocol import admits_check_then_write
 from queueref.models.inductive import (
+    IDLE_RANK,
     FineState,
     fine_bound,
-    fine_decide,
     fine_finish,
-    fine_initial,
     fine_invariant,
     fine_names,
-    fine_read,
-    fine_start,
     pack_state,
     state_condition,
+)
+from queueref.models.protocol import (
+    accumulate,
+    admits_check_then_write,
 )
 
 NAMES_2 = fine_names(2)
@@ -39,29 +40,58 @@ BEFORE_2 = state_condition(fine_invariant, 2, NAMES_2)
 
 
 def _initial_stale_slot(servers: int) -> tuple[int, ...]:
-    st = FineState(servers, fine_initial(servers))
-    st.c[0] = 1  # BUG: a slot that was never cleared
+    """BROKEN copy of inductive.fine_initial: slot 0 starts at 1, a counter never
+    cleared."""
+    st = FineState(servers, [0] * len(FineState.names(servers)))
+    st.RL = IDLE_RANK
+    st.sl = [IDLE_RANK] * servers
+    for x in range(servers):
+        st.clear_reader(x)
+    st.c[0] = 1
     return st.pack()
 
 
 def _start_skipping_slot_0(
-    servers: int, cap: int, values: Any, p: int, n: Any
+    servers: int,
+    cap: int,
+    values: Sequence[Any],
+    p: int,
+    n: Any,
 ) -> tuple[Any, ...]:
-    st = FineState(servers, fine_start(servers, cap, values, p, n))
-    st.k[p] = 1  # BUG: the read loop starts at 1
-    return st.pack()
-
-
-def _read_not_added(servers: int, values: Any, p: int, j: int) -> tuple[Any, ...]:
-    view = FineState(servers, values).v[p]
-    st = FineState(servers, fine_read(servers, values, p, j))
-    st.v[p] = view  # BUG: the value read is dropped
-    return st.pack()
-
-
-def _decide_forgetting_n(servers: int, cap: int, values: Any, p: int) -> tuple[Any, ...]:
+    """BROKEN copy of inductive.fine_start: the read loop starts at slot 1 (an
+    off-by-one)."""
+    if not admits_check_then_write(0, n, cap):
+        return tuple(values)
     st = FineState(servers, values)
-    if admits_check_then_write(st.v[p], 0, cap):  # BUG: `view <= cap`, n forgotten
+    st.clear_reader(p)
+    st.busy[p] = 1
+    st.n[p] = n
+    st.rank[p] = st.G
+    st.G = st.G + 1
+    st.k[p] = 1
+    return st.pack()
+
+
+def _read_not_added(servers: int, values: Sequence[Any], p: int, j: int) -> tuple[Any, ...]:
+    """BROKEN copy of inductive.fine_read: the value read is not added to the view."""
+    st = FineState(servers, values)
+    st.v[p] = accumulate(st.v[p], 0)
+    st.r[p][j] = st.c[j]
+    if st.busy[j] == 1:
+        st.a[p][j] = st.n[j]
+        st.s[p][j] = st.rank[j]
+    else:
+        st.a[p][j] = 0
+        st.s[p][j] = IDLE_RANK
+    st.k[p] = j + 1
+    return st.pack()
+
+
+def _decide_forgetting_n(servers: int, cap: int, values: Sequence[Any], p: int) -> tuple[Any, ...]:
+    """BROKEN copy of inductive.fine_decide: the decision compares the view with the cap and
+    forgets n."""
+    st = FineState(servers, values)
+    if admits_check_then_write(st.v[p], 0, cap):
         st.c[p] = st.c[p] + st.n[p]
         if st.rank[p] > st.RL:
             st.RL = st.rank[p]

@@ -15,23 +15,24 @@ proofs/mutants/wtc_n2_bad.py:LINE` (LINE: the line of its first decorator), or a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import icontract
 
-from queueref.models.protocol import keeps_reservation
 from queueref.models.inductive import (
+    IDLE_RANK,
     ReserveState,
     pack_state,
-    reserve_decide,
     reserve_finish,
     reserve_hard_cap,
-    reserve_initial,
     reserve_invariant,
     reserve_names,
-    reserve_read,
-    reserve_start,
     state_condition,
+)
+from queueref.models.protocol import (
+    accumulate,
+    keeps_reservation,
 )
 
 NAMES_2 = reserve_names(2)
@@ -39,27 +40,50 @@ BEFORE_2 = state_condition(reserve_invariant, 2, NAMES_2)
 
 
 def _initial_stale_slot(servers: int) -> tuple[int, ...]:
-    st = ReserveState(servers, reserve_initial(servers))
-    st.c[0] = 1  # BUG: a slot that was never cleared
+    """BROKEN copy of inductive.reserve_initial: slot 0 starts at 1, a counter never
+    cleared."""
+    st = ReserveState(servers, [0] * len(ReserveState.names(servers)))
+    st.RL = IDLE_RANK
+    st.c[0] = 1
     return st.pack()
 
 
-def _start_without_reserving(servers: int, values: Any, p: int, n: Any) -> tuple[Any, ...]:
-    st = ReserveState(servers, reserve_start(servers, values, p, n))
-    st.c[p] = st.c[p] - n  # BUG: no reservation
-    return st.pack()
-
-
-def _read_not_added(servers: int, values: Any, p: int, j: int) -> tuple[Any, ...]:
-    view = ReserveState(servers, values).v[p]
-    st = ReserveState(servers, reserve_read(servers, values, p, j))
-    st.v[p] = view  # BUG: the value read is dropped
-    return st.pack()
-
-
-def _decide_discounting_own(servers: int, cap: int, values: Any, p: int) -> tuple[Any, ...]:
+def _start_without_reserving(
+    servers: int,
+    values: Sequence[Any],
+    p: int,
+    n: Any,
+) -> tuple[Any, ...]:
+    """BROKEN copy of inductive.reserve_start: the reservation is never written: this is
+    check-then-write."""
     st = ReserveState(servers, values)
-    if keeps_reservation(st.v[p] - st.n[p], cap):  # BUG: own reservation discounted
+    st.clear_reader(p)
+    st.busy[p] = 1
+    st.n[p] = n
+    st.rank[p] = st.G
+    st.G = st.G + 1
+    return st.pack()
+
+
+def _read_not_added(servers: int, values: Sequence[Any], p: int, j: int) -> tuple[Any, ...]:
+    """BROKEN copy of inductive.reserve_read: the value read is not added to the view."""
+    st = ReserveState(servers, values)
+    st.v[p] = accumulate(st.v[p], 0)
+    st.r[p][j] = st.c[j]
+    st.k[p] = j + 1
+    return st.pack()
+
+
+def _decide_discounting_own(
+    servers: int,
+    cap: int,
+    values: Sequence[Any],
+    p: int,
+) -> tuple[Any, ...]:
+    """BROKEN copy of inductive.reserve_decide: the decision subtracts the own reservation
+    from the view."""
+    st = ReserveState(servers, values)
+    if keeps_reservation(st.v[p] - st.n[p], cap):
         if st.rank[p] > st.RL:
             st.RL = st.rank[p]
             st.ld = list(st.r[p])
