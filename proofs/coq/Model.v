@@ -3,6 +3,9 @@
    (specs/overshoot-bound.md; the Python step functions are
    queueref.models.protocol: accumulate, admits_check_then_write.)
 
+   Logical path: tools/run_coq.py compiles proofs/coq with `-Q proofs/coq Queueref`;
+   import with `From Queueref Require Import Model.`
+
    Exported definitions (stable names; other files build on them):
      upd f i v              pointwise update of a function nat -> A
      sum f k                f 0 + ... + f (k-1)
