@@ -473,6 +473,61 @@ Section Steps.
     apply Nat.le_trans with (sum (lreads g) N); [|exact (gi_lsum s g I)].
     apply sum_le; intros j Hj. pose proof (gi_lead s g I j Hj); lia.
   Qed.
+
+  (* What "admitted" counts: from step to step, the admitted count of a
+     server j grows only when j's own check keeps its reservation, by that
+     check's weight, and falls only by one at each finish of j; starts (the
+     reservation), reads and rollbacks leave it unchanged. *)
+  Lemma reachable_resv : forall s p, reachable s -> p < N -> reservation s p <= slots s p.
+  Proof. intros s p Hr Hp; destruct (reachable_ginv s Hr) as [g I]; exact (gi_resv s g I p Hp). Qed.
+
+  Definition kept_weight (s : state) (a : action) (j : nat) : nat :=
+    match a, checks s j with
+    | Decide p, Some c => if (j =? p) && keeps M (ck_view c) then ck_n c else 0
+    | _, _ => 0
+    end.
+
+  Definition finished_count (a : action) (j : nat) : nat :=
+    match a with
+    | Finish p => if j =? p then 1 else 0
+    | _ => 0
+    end.
+
+  Lemma admitted_change : forall s a s' j, reachable s -> step s a s' -> j < N ->
+    admitted s' j + finished_count a j = admitted s j + kept_weight s a j.
+  Proof.
+    intros s a s' j Hr H Hj; pose proof (reachable_resv s j Hr Hj) as Hres.
+    unfold kept_weight, finished_count.
+    destruct H as
+      [s p n Hp Hn1 HnW Hc | s p c Hp Hc Hk | s p c Hp Hc Hk Hkeep
+      | s p c Hp Hc Hk Hroll | s p Hp Hfin]; unfold admitted, reservation in *.
+    - upd_case j p; try rewrite Hc in *; lia.
+    - upd_case j p; try rewrite Hc in *; lia.
+    - upd_case j p.
+      + rewrite Hc, Nat.eqb_refl, Hkeep in *; cbn [andb]; lia.
+      + rewrite (proj2 (Nat.eqb_neq j p) n); cbn [andb].
+        destruct (checks s j); lia.
+    - upd_case j p.
+      + rewrite Hc, Nat.eqb_refl, Hroll in *; cbn [andb]; lia.
+      + rewrite (proj2 (Nat.eqb_neq j p) n); cbn [andb].
+        destruct (checks s j); lia.
+    - upd_case j p.
+      + rewrite Nat.eqb_refl; lia.
+      + rewrite (proj2 (Nat.eqb_neq j p) n); lia.
+  Qed.
 End Steps.
 
+(* By computation: the cap is usable (N = 2, M = 2, W = 2: server 0 reserves
+   2, reads both slots, keeps: admitted total 2), and a concurrent
+   reservation can make a check that would fit fail (the price, OB-WTC-3). *)
+Example wtc_cap_reached :
+  option_map (admitted_total 2) (run 2 2 2 init [Start 0 2; Read 0; Read 0; Decide 0]) = Some 2.
+Proof. vm_compute; reflexivity. Qed.
+
+Example wtc_spurious_rejection :
+  option_map (fun s => (admitted_total 2 s, slots s 0, slots s 1))
+    (run 2 1 1 init [Start 0 1; Read 0; Start 1 1; Read 0; Decide 0]) = Some (0, 0, 1).
+Proof. vm_compute; reflexivity. Qed.
+
 Print Assumptions wtc_admitted_le_cap.
+Print Assumptions admitted_change.
