@@ -251,7 +251,7 @@ Proof.
   { split; intros q; cbn; [reflexivity | destruct q; reflexivity]. }
   assert (Hsum1 : sum (slots s1) N = alone_count M W).
   { destruct N as [|N']; [lia|]. apply tight_sum_first; intros q; rewrite (Hs1 q); reflexivity. }
-  (* phase 2: all start, all read, all decide; each view is M - w, so all admit *)
+  (* phase 2: all start, all read, all decide; each view is M - w, so each admits *)
   destruct (tight_starts N M W w N s1 (le_n N) Hw1 HwW (fun q _ => Hc1 q))
     as (s2 & Hr2 & Hsl2 & Hc2).
   destruct (tight_all_read N M W w N s2 (le_n N)
