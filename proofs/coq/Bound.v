@@ -572,4 +572,4 @@ Proof.
   exact (bound_of_inv N M W g Hi).
 Qed.
 
-Print Assumptions ob_bound_1.
+
