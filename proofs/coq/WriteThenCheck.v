@@ -28,6 +28,16 @@
    Theorem wtc_admitted_le_cap: in every reachable state,
      admitted 0 + ... + admitted (N-1) <= M.
 
+   Exported (standalone: this file does not import Model.v; logical path
+   Queueref.WriteThenCheck): upd, sum, accumulate, keeps (the decision,
+   protocol.keeps_reservation), check {ck_n; ck_next; ck_view},
+   state {slots; checks}, init, reservation, admitted, admitted_total,
+   action (Start p n | Read p | Decide p | Finish p), after_start,
+   after_read, after_keep, after_rollback, after_finish, step N M W s a s',
+   reachable N M W s, exec N M W s a, run N M W s l, observe N s.
+   Lemmas: step_exec (step <-> exec = Some), run_reachable,
+   admitted_change, wtc_admitted_le_cap (OB-WTC-1).
+
    The proof is the paper proof of OB-WTC-1 made local, with ghost state
    (a rank per check, in order of reservation; the values each check read;
    the "leader": the kept check with the latest reservation, with its reads):
@@ -516,6 +526,13 @@ Section Steps.
       + rewrite (proj2 (Nat.eqb_neq j p) n); lia.
   Qed.
 End Steps.
+
+(* A computable picture of a state, as in Model.v: the first N slots and
+   checks (weight, next slot, view). *)
+Definition observe (N : nat) (s : state) : list nat * list (option (nat * nat * nat)) :=
+  (map (slots s) (seq 0 N),
+   map (fun p => option_map (fun c => (ck_n c, ck_next c, ck_view c)) (checks s p))
+       (seq 0 N)).
 
 (* By computation: the cap is usable (N = 2, M = 2, W = 2: server 0 reserves
    2, reads both slots, keeps: admitted total 2), and a concurrent
