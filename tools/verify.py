@@ -28,6 +28,11 @@ STEPS = [
     ("types", "types", "mypy --strict on the package"),
     ("crosshair-queues", "crosshair-queues", "CrossHair over the queue semantics module"),
     ("proofs", "proofs", "CrossHair proof obligations and their mutants"),
+    (
+        "proofs-coq",
+        "proofs-coq",
+        "Coq: the bound for every N, no assumption, mutants refuted, Python traces accepted",
+    ),
     ("bound-table", "bound-table", "exhaustive model checking of the admission protocols"),
     ("vectors", "vectors", "test vectors written and replayed"),
     ("trace", "trace", "every requirement enforced, tested and proved"),
@@ -90,6 +95,31 @@ def print_report(report: dict[str, Any]) -> None:
         " refutations are the dropped-conjunct and natural-potential mutants)"
     )
 
+    print("\nCoq theorems (every N; proofs/coq/theorems.json)")
+    coq = report["coq"]
+    if not coq:
+        print("  (no build/coq.json: the proofs-coq step did not run)")
+    else:
+        print(f"  {coq.get('coqc', '')}; {coq.get('seconds', 0)} s in all")
+        for thm in coq.get("theorems", []):
+            name = f"{Path(thm['file']).name}:{thm['theorem']}"
+            print(
+                f"  {thm['requirement']:<12} {name:<30} {thm['status']:<7}"
+                f" {thm['seconds']:6.1f} s  {thm['assumptions']}"
+            )
+            for mutant in thm.get("mutants", []):
+                print(
+                    f"      mutant {mutant['name']:<30} {mutant['status']:<12}"
+                    f" at {mutant.get('where', '-')}"
+                )
+        traces = coq.get("traces")
+        if traces:
+            rejected = sum(1 for bad in traces["invalid"] if bad["status"] == "rejected")
+            print(
+                f"  Python traces: {traces['valid']} valid, accepted: {traces['accepted']};"
+                f" invalid rejected: {rejected} of {len(traces['invalid'])}"
+            )
+
     print("\nBound table (exhaustive; worst global count vs the bound)")
     print(f"  {'protocol':<17} {'N':>2} {'M':>2} {'W':>2} {'worst':>5} {'bound':>5} {'states':>9}")
     for row in report["bound_table"]:
@@ -107,7 +137,7 @@ def print_report(report: dict[str, Any]) -> None:
 
 def main() -> int:
     BUILD.mkdir(exist_ok=True)
-    for stale in ("obligations.json", "bound-table.json", "trace.json"):
+    for stale in ("obligations.json", "bound-table.json", "trace.json", "coq.json"):
         (BUILD / stale).unlink(missing_ok=True)
     started = datetime.datetime.now(datetime.UTC)
     clock = time.monotonic()
@@ -128,6 +158,7 @@ def main() -> int:
         "requirements": load("trace.json"),
         "obligations": load("obligations.json"),
         "bound_table": load("bound-table.json"),
+        "coq": load("coq.json"),
     }
     (BUILD / "verify-report.json").write_text(json.dumps(report, indent=1))
     print_report(report)
