@@ -16,11 +16,15 @@
    action is enabled: the run is an execution of the step relation), its
    final state is reachable, and its global count is exactly
    M + (N - 1) * min M W.  Validity is proved for every N by induction over
-   the schedule, with lemmas on the shape of the state each phase leaves. *)
+   the schedule, with lemmas on the shape of the state each phase leaves.
+
+   Corollary worst_case_exact (with Bound.ob_bound_1): for all N >= 1, M and
+   W >= 1, every reachable state has global count <= M + (N - 1) * min M W,
+   and some reachable state has exactly that count. *)
 
 From Coq Require Import Arith Bool List Lia.
 Import ListNotations.
-From Queueref Require Import Model.
+From Queueref Require Import Model Bound.
 
 (* ---- The schedule ---- *)
 
@@ -276,6 +280,24 @@ Proof.
     + intros j Hj. destruct (Ht4 j Hj) as [Hs4 _]. rewrite Hs4, Hsl3, Hsl2. cmp_simpl. reflexivity.
 Qed.
 
+(* OB-BOUND-1 and OB-BOUND-2 together: for every N >= 1, M and W >= 1 the
+   worst global count over all reachable states is exactly
+   M + (N - 1) * min M W (for M = 0 the bound is 0, the count of init). *)
+Lemma tight_sum_zero : forall k, sum (fun _ => 0) k = 0.
+Proof. induction k as [|k IH]; simpl; [reflexivity | rewrite IH; reflexivity]. Qed.
+
+Corollary worst_case_exact : forall N M W, 1 <= N -> 1 <= W ->
+  (forall s, reachable N M W s -> total N s <= M + (N - 1) * Nat.min M W) /\
+  (exists s, reachable N M W s /\ total N s = M + (N - 1) * Nat.min M W).
+Proof.
+  intros N M W HN HW; split; [exact (ob_bound_1 N M W)|].
+  destruct M as [|M'].
+  - exists init; split; [constructor|].
+    unfold total; cbn [slots init]; rewrite tight_sum_zero; simpl; lia.
+  - destruct (tight_schedule_reaches_bound N (S M') W HN ltac:(lia) HW) as (s & _ & Hr & Ht).
+    exists s; split; [exact Hr | exact Ht].
+Qed.
+
 (* Instances, by computation: N = 3, M = 2, W = 1 ends with slots [2; 1; 1],
    total 4 = 2 + 2 * 1 (the example of specs/overshoot-bound.md); N = 4, M = 3,
    W = 2 ends with [3; 2; 2; 2], total 9 = 3 + 3 * 2. *)
@@ -290,3 +312,4 @@ Example tight_4_3_2 :
 Proof. vm_compute; reflexivity. Qed.
 
 Print Assumptions tight_schedule_reaches_bound.
+Print Assumptions worst_case_exact.
