@@ -36,7 +36,11 @@
    after_read, after_keep, after_rollback, after_finish, step N M W s a s',
    reachable N M W s, exec N M W s a, run N M W s l, observe N s.
    Lemmas: step_exec (step <-> exec = Some), run_reachable,
-   admitted_change, wtc_admitted_le_cap (OB-WTC-1).
+   admitted_change, wtc_admitted_le_cap (OB-WTC-1),
+   wtc_cap_reached_for_all_n (OB-WTC-2: for N >= 1, W >= 1 the schedule
+   cap_fill N M -- server 0 alone, M reservations of 1, each kept -- runs
+   from init and ends with admitted total exactly M; with OB-WTC-1 the worst
+   admitted total is exactly M).
 
    The proof is the paper proof of OB-WTC-1 made local, with ghost state
    (a rank per check, in order of reservation; the values each check read;
@@ -534,6 +538,138 @@ Definition observe (N : nat) (s : state) : list nat * list (option (nat * nat * 
    map (fun p => option_map (fun c => (ck_n c, ck_next c, ck_view c)) (checks s p))
        (seq 0 N)).
 
+(* ---- OB-WTC-2: the cap is reached, for every N >= 1, M and W >= 1 ----
+
+   The schedule cap_fill N M: M times, server 0 reserves 1, reads all N
+   slots (it sees only its own slot, reservation included: i + 1 <= M) and
+   keeps.  It ends with admitted total exactly M. *)
+
+Definition fill_round (N : nat) : list action := Start 0 1 :: repeat (Read 0) N ++ [Decide 0].
+
+Definition cap_fill (N M : nat) : list action := concat (repeat (fill_round N) M).
+
+Lemma wtc_sum_first : forall f a k,
+  (forall j, f j = if j =? 0 then a else 0) -> sum f (S k) = a.
+Proof.
+  intros f a k H; induction k as [|k IH].
+  - simpl; rewrite (H 0); reflexivity.
+  - change (sum f (S (S k))) with (sum f (S k) + f (S k)); rewrite IH, (H (S k)); simpl; lia.
+Qed.
+
+Lemma wtc_run_app : forall N M W l1 l2 s,
+  run N M W s (l1 ++ l2) =
+  match run N M W s l1 with Some t => run N M W t l2 | None => None end.
+Proof.
+  intros N M W l1; induction l1 as [|a l1 IH]; intros l2 s; simpl; [reflexivity|].
+  destruct (exec N M W s a); [apply IH | reflexivity].
+Qed.
+
+Lemma wtc_run_one : forall N M W s a l t,
+  exec N M W s a = Some t -> run N M W s (a :: l) = run N M W t l.
+Proof. intros N M W s a l t H; cbn [run]; rewrite H; reflexivity. Qed.
+
+Ltac wtc_cmp :=
+  repeat match goal with
+  | |- context [?a <? ?b] =>
+      first [ rewrite (proj2 (Nat.ltb_lt a b)) by lia
+            | rewrite (proj2 (Nat.ltb_ge a b)) by lia ]
+  | |- context [?a <=? ?b] =>
+      first [ rewrite (proj2 (Nat.leb_le a b)) by lia
+            | rewrite (proj2 (Nat.leb_gt a b)) by lia ]
+  end.
+
+Section Fill.
+  Variables N M W : nat.
+
+  Lemma wtc_reads : forall m t p c,
+    p < N -> checks t p = Some c -> ck_next c + m <= N ->
+    ck_view c = sum (slots t) (ck_next c) ->
+    exists t', run N M W t (repeat (Read p) m) = Some t' /\ slots t' = slots t /\
+      checks t' p = Some (mk_check (ck_n c) (ck_next c + m) (sum (slots t) (ck_next c + m))) /\
+      (forall q, q <> p -> checks t' q = checks t q).
+  Proof.
+    induction m as [|m IH]; intros t p c Hp Hc Hk Hv.
+    - exists t; simpl; repeat split.
+      rewrite Hc, Nat.add_0_r, <- Hv; destruct c; reflexivity.
+    - set (c1 := mk_check (ck_n c) (S (ck_next c))
+                   (accumulate (ck_view c) (slots t (ck_next c)))).
+      assert (He : exec N M W t (Read p) = Some (after_read t p c))
+        by (unfold exec; wtc_cmp; rewrite Hc; wtc_cmp; reflexivity).
+      cbn [repeat]; rewrite (wtc_run_one N M W t (Read p) _ _ He).
+      assert (Hc1 : checks (after_read t p c) p = Some c1)
+        by (unfold after_read; cbn [checks]; rewrite upd_same; reflexivity).
+      assert (Hk1 : ck_next c1 + m <= N) by (cbn [c1 ck_next]; lia).
+      assert (Hv1 : ck_view c1 = sum (slots (after_read t p c)) (ck_next c1))
+        by (cbn [c1 ck_view ck_next after_read slots]; unfold accumulate;
+            rewrite Hv; reflexivity).
+      destruct (IH (after_read t p c) p c1 Hp Hc1 Hk1 Hv1) as (t' & Hrun & Hs & Hcp & Ho).
+      unfold after_read, c1, accumulate in *; cbn [slots checks ck_n ck_next ck_view] in *.
+      exists t'; repeat split; try assumption.
+      + replace (ck_next c + S m) with (S (ck_next c) + m) by lia; exact Hcp.
+      + intros q Hq; rewrite (Ho q Hq), upd_other by exact Hq; reflexivity.
+  Qed.
+
+  Definition fill_shape (i : nat) (t : state) : Prop :=
+    (forall q, checks t q = None) /\ (forall q, slots t q = if q =? 0 then i else 0).
+
+  Lemma wtc_fill_round : forall i t, 1 <= N -> 1 <= W -> i + 1 <= M -> fill_shape i t ->
+    exists t', run N M W t (fill_round N) = Some t' /\ fill_shape (i + 1) t'.
+  Proof.
+    intros i t HN HW Hi [Hc Hs].
+    unfold fill_round.
+    rewrite (wtc_run_one N M W t (Start 0 1) _ (after_start t 0 1))
+      by (unfold exec; wtc_cmp; rewrite (Hc 0); reflexivity).
+    rewrite wtc_run_app.
+    assert (Hc1 : checks (after_start t 0 1) 0 = Some (mk_check 1 0 0))
+      by (unfold after_start; cbn [checks]; rewrite upd_same; reflexivity).
+    destruct (wtc_reads N (after_start t 0 1) 0 (mk_check 1 0 0)
+                ltac:(lia) Hc1 ltac:(cbn; lia) ltac:(reflexivity))
+      as (t2 & Hrun & Hs2 & Hc2 & Ho2).
+    unfold after_start in *; cbn [slots checks ck_n ck_next ck_view] in *.
+    rewrite Nat.add_0_l in Hc2. rewrite Hrun; cbv beta iota.
+    (* the view holds the own reservation: i + 1 *)
+    assert (Hsum : sum (upd (slots t) 0 (slots t 0 + 1)) N = i + 1).
+    { destruct N as [|N']; [lia|]. apply wtc_sum_first; intros q.
+      destruct (Nat.eq_dec q 0) as [->|Hq].
+      - rewrite upd_same, (Hs 0); reflexivity.
+      - rewrite upd_other, (Hs q) by exact Hq. destruct (Nat.eqb_spec q 0); [lia | reflexivity]. }
+    rewrite (wtc_run_one N M W t2 (Decide 0) _ (after_keep t2 0))
+      by (unfold exec; wtc_cmp; rewrite Hc2, Hsum; cbn [ck_next ck_view ck_n];
+          wtc_cmp; unfold keeps; wtc_cmp; reflexivity).
+    eexists; split; [reflexivity|]. unfold after_keep; split; intros q; cbn [slots checks].
+    - destruct (Nat.eq_dec q 0) as [->|Hq]; [rewrite upd_same; reflexivity|].
+      rewrite upd_other, (Ho2 q Hq), upd_other by exact Hq; apply Hc.
+    - rewrite Hs2. destruct (Nat.eq_dec q 0) as [->|Hq].
+      + rewrite upd_same, (Hs 0); reflexivity.
+      + rewrite upd_other, (Hs q) by exact Hq; destruct (Nat.eqb_spec q 0); [lia | reflexivity].
+  Qed.
+
+  Lemma wtc_fill : forall k i t, 1 <= N -> 1 <= W -> i + k <= M -> fill_shape i t ->
+    exists t', run N M W t (concat (repeat (fill_round N) k)) = Some t' /\ fill_shape (i + k) t'.
+  Proof.
+    induction k as [|k IH]; intros i t HN HW Hk Ht.
+    - exists t; rewrite Nat.add_0_r; split; [reflexivity | exact Ht].
+    - cbn [repeat concat]; rewrite wtc_run_app.
+      destruct (wtc_fill_round i t HN HW ltac:(lia) Ht) as (t1 & Hr1 & Ht1); rewrite Hr1.
+      destruct (IH (i + 1) t1 HN HW ltac:(lia) Ht1) as (t2 & Hr2 & Ht2).
+      exists t2; split; [exact Hr2|]. replace (i + S k) with (i + 1 + k) by lia; exact Ht2.
+  Qed.
+End Fill.
+
+(* OB-WTC-2 *)
+Theorem wtc_cap_reached_for_all_n : forall N M W, 1 <= N -> 1 <= W ->
+  exists s, run N M W init (cap_fill N M) = Some s /\ reachable N M W s /\
+    admitted_total N s = M.
+Proof.
+  intros N M W HN HW.
+  destruct (wtc_fill N M W M 0 init HN HW ltac:(lia)) as (s & Hrun & Hc & Hs).
+  { split; intros q; cbn; [reflexivity | destruct q; reflexivity]. }
+  exists s; split; [exact Hrun|]. split.
+  - exact (run_reachable N M W (cap_fill N M) init s (reach_init N M W) Hrun).
+  - unfold admitted_total. destruct N as [|N']; [lia|]. apply wtc_sum_first; intros q.
+    unfold admitted, reservation; rewrite (Hc q), (Hs q); simpl; lia.
+Qed.
+
 (* By computation: the cap is usable (N = 2, M = 2, W = 2: server 0 reserves
    2, reads both slots, keeps: admitted total 2), and a concurrent
    reservation can make a check that would fit fail (the price, OB-WTC-3). *)
@@ -548,3 +684,4 @@ Proof. vm_compute; reflexivity. Qed.
 
 Print Assumptions wtc_admitted_le_cap.
 Print Assumptions admitted_change.
+Print Assumptions wtc_cap_reached_for_all_n.
