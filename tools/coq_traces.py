@@ -296,31 +296,34 @@ def _coqc(directory: Path, name: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def source(count: int, seed: int) -> str:
+    """The text of `Traces.v`: the fixed example and `count` random valid traces."""
+    return PRELUDE + "\n".join(case.text() for case in valid_cases(count, seed))
+
+
 def check(compiled: Path, count: int, seed: int) -> dict[str, Any]:
     """Write `Traces.v` and one file per invalid trace into `compiled` (where Model.vo is),
     compile them, and say what Coq made of each."""
     import run_coq  # the error parser and lemma locator of the runner
 
     started = time.monotonic()
-    cases = valid_cases(count, seed)
-    text = PRELUDE + "\n".join(case.text() for case in cases)
-    (compiled / "Traces.v").write_text(text)
+    (compiled / "Traces.v").write_text(source(count, seed))
     done = _coqc(compiled, "Traces.v")
     result: dict[str, Any] = {
-        "valid": len(cases),
+        "valid": count + 1,
         "accepted": done.returncode == 0,
         "detail": " ".join((done.stdout + done.stderr).split())[:400],
         "invalid": [],
     }
     for case in invalid_cases(seed):
         name = f"Invalid_{case.name}.v"
-        source = PRELUDE + case.text()
-        (compiled / name).write_text(source)
+        text = PRELUDE + case.text()
+        (compiled / name).write_text(text)
         bad = _coqc(compiled, name)
         error = run_coq.parse_error(bad.stdout + bad.stderr)
         located, in_proof = (None, False)
         if error is not None:
-            located, in_proof = run_coq.enclosing(source, error.line)
+            located, in_proof = run_coq.enclosing(text, error.line)
         rejected = (
             bad.returncode != 0
             and error is not None

@@ -19,7 +19,7 @@ What it checks, in order (each failure fails the step):
    `queueref.models.protocol` and of the explorer, with their Python final states, are
    accepted by the executable step function of Model.v; each invalid trace is rejected.
 
-Results go to `build/coq.json`. Options: `--traces N` (random traces, default 3000),
+Results go to `build/coq.json`. Options: `--traces N` (random traces, default 2000),
 `--jobs N` (mutants built at once, default 2), `--no-mutants`, `--no-traces`.
 """
 
@@ -45,6 +45,7 @@ OUTPUT = ROOT / "build" / "coq.json"
 LOGICAL = "Queueref"
 CLOSED = "Closed under the global context"
 COMPILE_TIMEOUT = 150
+TRACE_SEED = 14
 
 FORBIDDEN = (
     "Admitted",
@@ -167,6 +168,18 @@ def dependents(deps: dict[str, set[str]], changed: str) -> set[str]:
             if name not in out and wanted & out:
                 out.add(name)
                 grew = True
+    return out
+
+
+def ancestors(deps: dict[str, set[str]], name: str) -> set[str]:
+    """`name` and every file it imports, directly or not."""
+    out = {name}
+    todo = [name]
+    while todo:
+        for dep in deps.get(todo.pop(), set()):
+            if dep not in out:
+                out.add(dep)
+                todo.append(dep)
     return out
 
 
@@ -327,7 +340,7 @@ def run_mutant(
         result.update(status="bad-mutant", detail=f"{spec['file']}: {problem}", seconds=0.0)
         return result
     all_sources = {**mutated, **extra}
-    all_deps = {**deps, **{name: set(order) for name in extra}}
+    all_deps = {**deps, **dependencies(all_sources)}
     directory = BUILD / "mutants" / re.sub(r"[^A-Za-z0-9_-]", "_", spec["name"])
     copy_sources(directory, all_sources)
     touched = dependents(all_deps, target_file)
@@ -336,7 +349,9 @@ def run_mutant(
         if name not in touched:
             for product in built.glob(Path(name).stem + ".vo*"):
                 shutil.copy2(product, directory / product.name)
-    todo = [name for name in order + list(extra) if name in touched]
+    # Only what the expected failure needs: its file and the files that file imports.
+    needed = ancestors(all_deps, spec["fails_in"].partition(":")[0])
+    todo = [name for name in order + list(extra) if name in touched and name in needed]
     compiled = compile_in_order(directory, todo)
     failed = next((c for c in compiled if not c.ok), None)
     error = parse_error(failed.output) if failed else None
@@ -372,7 +387,7 @@ def read_sources() -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--traces", type=int, default=3000)
+    parser.add_argument("--traces", type=int, default=2000)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--no-mutants", action="store_true")
     parser.add_argument("--no-traces", action="store_true")
@@ -408,23 +423,15 @@ def main(argv: list[str] | None = None) -> int:
             problems.append(f"{name} not compiled (an earlier file failed)")
 
     extra: dict[str, str] = {}
-    if not args.no_traces and all(c.ok for c in compiled):
+    all_compiled = all(c.ok for c in compiled)
+    pool = ThreadPoolExecutor(max_workers=max(1, args.jobs))
+    traces_job = None
+    if not args.no_traces and all_compiled:
         sys.path.insert(0, str(ROOT / "tools"))
         import coq_traces
 
-        traces = coq_traces.check(built, count=args.traces, seed=14)
-        report["traces"] = traces
-        extra = {"Traces.v": (built / "Traces.v").read_text()}
-        print(
-            f"  traces: {traces['valid']} valid accepted: {traces['accepted']}; "
-            f"{len(traces['invalid'])} invalid, rejected: {traces['all_invalid_rejected']}"
-            f" ({traces['seconds']} s)"
-        )
-        if not traces["accepted"]:
-            problems.append(f"Coq rejected the valid traces: {traces['detail']}")
-        for bad in traces["invalid"]:
-            if bad["status"] != "rejected":
-                problems.append(f"invalid trace {bad['name']} not rejected: {bad['detail']}")
+        extra = {"Traces.v": coq_traces.source(args.traces, TRACE_SEED)}
+        traces_job = pool.submit(coq_traces.check, built, args.traces, TRACE_SEED)
 
     mutant_jobs: list[tuple[dict[str, Any], dict[str, Any]]] = []
     for entry in entries:
@@ -458,21 +465,34 @@ def main(argv: list[str] | None = None) -> int:
         for spec in entry.get("mutants", []):
             mutant_jobs.append((row, spec))
 
-    if not args.no_mutants and all(c.ok for c in compiled):
-        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            futures = [
-                (row, pool.submit(run_mutant, spec, sources, deps, order, built, extra))
-                for row, spec in mutant_jobs
-            ]
-            for row, future in futures:
-                outcome = future.result()
-                row["mutants"].append(outcome)
-                print(
-                    f"  mutant {outcome['name']:<28} {outcome['status']:<12}"
-                    f" at {outcome.get('where', '-')}"
-                )
-                if outcome["status"] != "refuted":
-                    problems.append(f"mutant {outcome['name']}: {outcome.get('detail')}")
+    futures = []
+    if not args.no_mutants and all_compiled:
+        futures = [
+            (row, pool.submit(run_mutant, spec, sources, deps, order, built, extra))
+            for row, spec in mutant_jobs
+        ]
+    if traces_job is not None:
+        traces = traces_job.result()
+        report["traces"] = traces
+        print(
+            f"  traces: {traces['valid']} valid accepted: {traces['accepted']}; "
+            f"{len(traces['invalid'])} invalid, rejected: {traces['all_invalid_rejected']}"
+            f" ({traces['seconds']} s)"
+        )
+        if not traces["accepted"]:
+            problems.append(f"Coq rejected the valid traces: {traces['detail']}")
+        for bad in traces["invalid"]:
+            if bad["status"] != "rejected":
+                problems.append(f"invalid trace {bad['name']} not rejected: {bad['detail']}")
+    for row, future in futures:
+        outcome = future.result()
+        row["mutants"].append(outcome)
+        print(
+            f"  mutant {outcome['name']:<28} {outcome['status']:<12} at {outcome.get('where', '-')}"
+        )
+        if outcome["status"] != "refuted":
+            problems.append(f"mutant {outcome['name']}: {outcome.get('detail')}")
+    pool.shutdown()
 
     report["seconds"] = round(time.monotonic() - began, 1)
     report["ok"] = not problems
