@@ -465,6 +465,10 @@ def main(argv: list[str] | None = None) -> int:
         for spec in entry.get("mutants", []):
             mutant_jobs.append((row, spec))
 
+    names = [spec["name"] for _, spec in mutant_jobs]
+    problems.extend(
+        f"mutant name {name} is used twice" for name in sorted(set(names)) if names.count(name) > 1
+    )
     futures = []
     if not args.no_mutants and all_compiled:
         futures = [
