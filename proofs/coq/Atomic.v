@@ -7,10 +7,9 @@
    Corollary (`atomic_refines_fine`): every reachable atomic state is, slot
    for slot, a reachable state of the fine model -- a snapshot is N reads in
    a row with nobody acting in between -- so OB-BOUND-1 (Bound.v) holds for
-   it: `atomic_bound`.
-
-   Left open here: the safe variant in which the n children of one admission
-   are written one per step while the check stays open. *)
+   it: `atomic_bound`.  (The safe variant in which the n children of one
+   admission are written one per step while the check stays open is
+   Children.v.) *)
 
 From Coq Require Import Arith Lia.
 From Queueref Require Import Model Bound.
