@@ -32,7 +32,7 @@ import shutil
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -258,14 +258,47 @@ def compile_in_order(directory: Path, order: list[str]) -> list[Compiled]:
     return results
 
 
-def print_assumptions(directory: Path, file: str, theorem: str) -> str:
-    """What `Print Assumptions` says about `theorem` of `file` (compiled in `directory`)."""
-    module = Path(file).stem
-    probe = directory / f"Assumptions_{module}_{theorem}.v"
-    probe.write_text(
-        f"From {LOGICAL} Require Import {module}.\n"
-        f"Print Assumptions {LOGICAL}.{module}.{theorem}.\n"
-    )
+def compile_parallel(
+    directory: Path, deps: dict[str, set[str]], order: list[str], jobs: int
+) -> list[Compiled]:
+    """Compile every file of `order`, up to `jobs` at once, each once its imports are
+    compiled; a file whose import failed is not compiled (it is missing from the result)."""
+    done: dict[str, Compiled] = {}
+    running: dict[Future[Compiled], str] = {}
+    waiting = list(order)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        while waiting or running:
+            for name in list(waiting):
+                if len(running) >= max(1, jobs):
+                    break
+                if deps[name] - set(done):
+                    if any(dep in done and not done[dep].ok for dep in deps[name]):
+                        waiting.remove(name)  # an import failed: never compiled
+                    continue
+                waiting.remove(name)
+                running[pool.submit(compile_file, directory, name)] = name
+            if not running:
+                break
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                done[running.pop(future)] = future.result()
+    return [done[name] for name in order if name in done]
+
+
+MARK = "@@theorem "
+
+
+def print_all_assumptions(directory: Path, theorems: list[tuple[str, str]]) -> dict[str, str]:
+    """`file:theorem` -> what `Print Assumptions` says about it, from one coqc run over
+    the files compiled in `directory`; "error: ..." when coqc fails."""
+    modules = sorted({Path(file).stem for file, _ in theorems})
+    lines = [f"From {LOGICAL} Require {' '.join(modules)}."]
+    for file, theorem in theorems:
+        module = Path(file).stem
+        lines.append(f'Goal True. idtac "{MARK}{file}:{theorem}". Abort.')
+        lines.append(f"Print Assumptions {LOGICAL}.{module}.{theorem}.")
+    probe = directory / "Assumptions.v"
+    probe.write_text("\n".join(lines) + "\n")
     done = subprocess.run(
         ["coqc", "-q", "-Q", ".", LOGICAL, probe.name],
         cwd=directory,
@@ -274,11 +307,25 @@ def print_assumptions(directory: Path, file: str, theorem: str) -> str:
         timeout=COMPILE_TIMEOUT,
         check=False,
     )
-    for leftover in directory.glob(f"{probe.stem}.*"):
-        if leftover.suffix != ".v":
-            leftover.unlink()
-    text = " ".join((done.stdout + done.stderr).split())
-    return text if done.returncode == 0 else f"error: {text}"
+    output = done.stdout + done.stderr
+    said: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in output.splitlines():
+        if line.startswith(MARK):
+            current = said.setdefault(line[len(MARK) :].strip(), [])
+        elif current is not None:
+            current.append(line)
+    out = {}
+    for file, theorem in theorems:
+        key = f"{file}:{theorem}"
+        text = " ".join(" ".join(said.get(key, [])).split())
+        out[key] = text if done.returncode == 0 and key in said else f"error: {output[-300:]}"
+    return out
+
+
+def print_assumptions(directory: Path, file: str, theorem: str) -> str:
+    """What `Print Assumptions` says about `theorem` of `file` (compiled in `directory`)."""
+    return print_all_assumptions(directory, [(file, theorem)])[f"{file}:{theorem}"]
 
 
 def copy_sources(target: Path, sources: dict[str, str]) -> None:
@@ -410,7 +457,7 @@ def main(argv: list[str] | None = None) -> int:
     order = build_order(deps)
     built = BUILD / "src"
     copy_sources(built, sources)
-    compiled = compile_in_order(built, order)
+    compiled = compile_parallel(built, deps, order, args.jobs)
     by_file = {c.file: c for c in compiled}
     for name in order:
         c = by_file.get(name)
@@ -423,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
             problems.append(f"{name} not compiled (an earlier file failed)")
 
     extra: dict[str, str] = {}
-    all_compiled = all(c.ok for c in compiled)
+    all_compiled = len(compiled) == len(order) and all(c.ok for c in compiled)
     pool = ThreadPoolExecutor(max_workers=max(1, args.jobs))
     traces_job = None
     if not args.no_traces and all_compiled:
@@ -433,13 +480,19 @@ def main(argv: list[str] | None = None) -> int:
         extra = {"Traces.v": coq_traces.source(args.traces, TRACE_SEED)}
         traces_job = pool.submit(coq_traces.check, built, args.traces, TRACE_SEED)
 
+    said = print_all_assumptions(
+        built,
+        [
+            (Path(e["file"]).name, e["theorem"])
+            for e in entries
+            if by_file.get(Path(e["file"]).name) and by_file[Path(e["file"]).name].ok
+        ],
+    )
     mutant_jobs: list[tuple[dict[str, Any], dict[str, Any]]] = []
     for entry in entries:
         module = Path(entry["file"]).name
         c = by_file.get(module)
-        assumptions = (
-            print_assumptions(built, module, entry["theorem"]) if c and c.ok else "not compiled"
-        )
+        assumptions = said.get(f"{module}:{entry['theorem']}", "not compiled")
         closed = assumptions == CLOSED
         status = "closed" if closed else "open"
         row = {
