@@ -6,7 +6,11 @@ Reads the requirement IDs that `specs/*.md` define, then scans the code with
 
 * an ID is cited anywhere (code, tests, proofs, specs, README) but defined nowhere;
 * an ID is defined twice;
-* a defined ID is tested nowhere, or is neither enforced nor proved anywhere.
+* a defined ID is tested nowhere, or is neither enforced nor proved anywhere;
+* `proofs/coq/theorems.json` names a theorem its file does not state.
+
+A Coq theorem of `proofs/coq/theorems.json` counts as **proved_by** its requirement, as
+`proofs/coq/FILE.v:theorem` (`tools/run_coq.py` checks it has no assumption).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PREFIXES = "RQ|WL|ADM|OB|ORC|E2E"
 ID = re.compile(rf"\b(?:{PREFIXES})-[A-Z0-9]+(?:-[A-Z0-9]+)*\b")
+COQ_MANIFEST = ROOT / "proofs" / "coq" / "theorems.json"
+COQ_STATEMENT = r"^\s*(?:Theorem|Lemma|Corollary|Proposition)\s+{name}\b"
 DEFINITION = re.compile(rf"^\s*(?:[-*]\s+)?\*\*((?:{PREFIXES})-[A-Z0-9]+(?:-[A-Z0-9]+)*)\*\*")
 
 
@@ -80,6 +86,23 @@ def scan(directory: str, sep: str) -> dict[str, list[str]]:
     return out
 
 
+def coq_proofs(manifest: Path = COQ_MANIFEST) -> tuple[dict[str, list[str]], list[str]]:
+    """ID -> `file:theorem` of the Coq theorems that prove it, and the manifest's problems."""
+    proved: dict[str, list[str]] = defaultdict(list)
+    problems: list[str] = []
+    if not manifest.exists():
+        return proved, problems
+    for entry in json.loads(manifest.read_text()):
+        where = f"{entry['file']}:{entry['theorem']}"
+        path = ROOT / entry["file"]
+        pattern = re.compile(COQ_STATEMENT.format(name=re.escape(entry["theorem"])), re.M)
+        if not path.is_file() or not pattern.search(path.read_text()):
+            problems.append(f"{manifest.name} names {where}, which its file does not state")
+            continue
+        proved[entry["requirement"]].append(where)
+    return proved, problems
+
+
 def all_citations() -> dict[str, list[str]]:
     """Every place an ID is written, for the 'cited but not defined' check."""
     cited: dict[str, list[str]] = defaultdict(list)
@@ -87,6 +110,7 @@ def all_citations() -> dict[str, list[str]]:
     for directory in ("reference", "tests", "proofs", "tools"):
         files.extend((ROOT / directory).rglob("*.py"))
         files.extend((ROOT / directory).rglob("*.json"))
+        files.extend((ROOT / directory).rglob("*.v"))
     for path in files:
         if not path.is_file() or path.name == "trace.py":
             continue
@@ -101,6 +125,10 @@ def main() -> int:
     enforced = scan("reference", ":")
     tested = scan("tests", "::")
     proved = scan("proofs", ":")
+    coq, coq_problems = coq_proofs()
+    problems.extend(coq_problems)
+    for rid, places in coq.items():
+        proved[rid].extend(places)
     for rid, places in sorted(all_citations().items()):
         if rid not in defined:
             problems.append(f"{rid} is cited but not defined in specs/: {', '.join(places[:3])}")

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import mutation_score  # beside this file: the last committed `make mutation` score
+
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
 
@@ -25,9 +27,14 @@ BUILD = ROOT / "build"
 STEPS = [
     ("test", "test", "pytest: unit, Hypothesis machines, spec doctests, multiprocess, e2e"),
     ("lint", "lint", "ruff check and ruff format --check"),
-    ("types", "types", "mypy --strict on the package"),
+    ("types", "types", "mypy --strict on the package, tests, tools and proofs generator"),
     ("crosshair-queues", "crosshair-queues", "CrossHair over the queue semantics module"),
     ("proofs", "proofs", "CrossHair proof obligations and their mutants"),
+    (
+        "proofs-coq",
+        "proofs-coq",
+        "Coq: the bound for every N, no assumption, mutants refuted, Python traces accepted",
+    ),
     ("bound-table", "bound-table", "exhaustive model checking of the admission protocols"),
     ("vectors", "vectors", "test vectors written and replayed"),
     ("trace", "trace", "every requirement enforced, tested and proved"),
@@ -90,6 +97,31 @@ def print_report(report: dict[str, Any]) -> None:
         " refutations are the dropped-conjunct and natural-potential mutants)"
     )
 
+    print("\nCoq theorems (every N; proofs/coq/theorems.json)")
+    coq = report["coq"]
+    if not coq:
+        print("  (no build/coq.json: the proofs-coq step did not run)")
+    else:
+        print(f"  {coq.get('coqc', '')}; {coq.get('seconds', 0)} s in all")
+        for thm in coq.get("theorems", []):
+            name = f"{Path(thm['file']).name}:{thm['theorem']}"
+            print(
+                f"  {thm['requirement']:<12} {name:<30} {thm['status']:<7}"
+                f" {thm['seconds']:6.1f} s  {thm['assumptions']}"
+            )
+            for mutant in thm.get("mutants", []):
+                print(
+                    f"      mutant {mutant['name']:<30} {mutant['status']:<12}"
+                    f" at {mutant.get('where', '-')}"
+                )
+        traces = coq.get("traces")
+        if traces:
+            rejected = sum(1 for bad in traces["invalid"] if bad["status"] == "rejected")
+            print(
+                f"  Python traces: {traces['valid']} valid, accepted: {traces['accepted']};"
+                f" invalid rejected: {rejected} of {len(traces['invalid'])}"
+            )
+
     print("\nBound table (exhaustive; worst global count vs the bound)")
     print(f"  {'protocol':<17} {'N':>2} {'M':>2} {'W':>2} {'worst':>5} {'bound':>5} {'states':>9}")
     for row in report["bound_table"]:
@@ -97,7 +129,10 @@ def print_report(report: dict[str, Any]) -> None:
             f"  {row['protocol']:<17} {row['servers']:>2} {row['cap']:>2} {row['weight']:>2}"
             f" {row['worst_total']:>5} {row['bound']:>5} {row['states']:>9}"
         )
-    failed = [s["name"] for s in report["steps"] if s["status"] != "pass"]
+    print("\nMutation testing (not run by verify: too slow)")
+    for line in mutation_score.lines(report["mutation"]):
+        print(f"  {line}")
+    failed = [s["name"] for s in report["steps"] if s["status"] == "fail"]
     print(
         f"\nTotal {report['seconds']:.1f} s. "
         + ("FAILED: " + ", ".join(failed) if failed else "All steps passed.")
@@ -107,7 +142,7 @@ def print_report(report: dict[str, Any]) -> None:
 
 def main() -> int:
     BUILD.mkdir(exist_ok=True)
-    for stale in ("obligations.json", "bound-table.json", "trace.json"):
+    for stale in ("obligations.json", "bound-table.json", "trace.json", "coq.json"):
         (BUILD / stale).unlink(missing_ok=True)
     started = datetime.datetime.now(datetime.UTC)
     clock = time.monotonic()
@@ -128,6 +163,10 @@ def main() -> int:
         "requirements": load("trace.json"),
         "obligations": load("obligations.json"),
         "bound_table": load("bound-table.json"),
+        "coq": load("coq.json"),
+        "mutation": (
+            json.loads(mutation_score.SCORE.read_text()) if mutation_score.SCORE.exists() else {}
+        ),
     }
     (BUILD / "verify-report.json").write_text(json.dumps(report, indent=1))
     print_report(report)
