@@ -39,6 +39,7 @@ import enum
 import heapq
 import itertools
 import math
+import operator
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from operator import attrgetter
@@ -510,13 +511,11 @@ class _IndexedQueue(RequestQueue):
 
     def _present(self, requests: Iterable[RequestLike]) -> list[RequestLike]:
         # RQ-ALL-7: the distinct queued requests among `requests`, all checked first.
+        # C-level passes: look each id up, keep the requests that are the queued object
+        # itself, and drop repeats (dict keys hash identities, RQ-REQ-2).
         wanted = list(requests)
-        _checked_ids(wanted)
-        get = self._index.get
-        present = [r for r in wanted if get(r.request_id) is r]
-        if len(present) > 1:
-            present = list({id(r): r for r in present}.values())  # repeats once
-        return present
+        queued = map(self._index.get, _checked_ids(wanted))
+        return list(dict.fromkeys(itertools.compress(wanted, map(operator.is_, queued, wanted))))
 
     def _incoming(self, requests: RequestQueue) -> tuple[list[RequestLike], list[str]]:
         # RQ-ALL-8: validate the whole batch before moving any of it.
@@ -756,8 +755,8 @@ class FCFSRequestQueue(_IndexedQueue):
         present = self._present(requests)
         if not present:
             return
-        for request in present:
-            del self._index[request.request_id]
+        for request_id in map(_ids_of, present):
+            del self._index[request_id]
         if len(present) == 1:
             self._items.remove(present[0])
         else:
@@ -952,10 +951,13 @@ class PriorityRequestQueue(_IndexedQueue):
 
         :raises IndexError: the queue is empty (RQ-ALL-5)
         """
-        request = self._front()
-        if request is None:
-            raise IndexError("RQ-ALL-5: peek from an empty queue")
-        return request
+        heap = self._heap
+        while heap:  # `_front`, inlined: peek is the scheduler's most frequent call
+            request = heap[0][2]
+            if request is not _REMOVED:
+                return request
+            heapq.heappop(heap)
+        raise IndexError("RQ-ALL-5: peek from an empty queue")
 
     def prepend_request(self, request: RequestLike) -> None:
         """RQ-PRI-3: a heap has no front, so prepending is adding."""
