@@ -16,6 +16,7 @@ import pytest
 from queueref.cli import main
 from queueref.models.explorer import (
     CheckThenWrite,
+    CompactCheckThenWrite,
     Step,
     WriteThenCheck,
     explore,
@@ -288,3 +289,91 @@ def test_bound_table_refuses_a_search_past_max_states(capsys: pytest.CaptureFixt
         capsys,
     )
     assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+# --- the compact encoding (weight chosen at the decision) against the reference ---------
+
+SMALL = [(n, m, w) for n in (1, 2, 3) for m in range(4) for w in (1, 2, 3)] + [
+    (4, m, 1) for m in range(3)
+]
+
+
+def disagreements(
+    servers: int, cap: int, weight: int, compact: type = CompactCheckThenWrite
+) -> list[str]:
+    """What differs between the reference and a compact encoding of one instance."""
+    reference = search(CheckThenWrite(servers, cap, weight), parents=True)
+    model = compact(servers, cap, weight)
+    other = search(model, parents=True)
+    packed_states, packed_worst, _ = model.search_packed()
+    assert reference.parents is not None and other.parents is not None
+    found = []
+    if reference.best_score != other.best_score or other.best_score != packed_worst:
+        found.append(f"worst total {reference.best_score} / {other.best_score} / {packed_worst}")
+    if {s[:servers] for s in reference.parents} != {s[:servers] for s in other.parents}:
+        found.append("reachable slot vectors differ")
+    if packed_states != other.states:
+        found.append(f"packed search {packed_states} states, tuple search {other.states}")
+    if weight == 1 and reference.states != other.states:
+        found.append(f"W = 1: {reference.states} states against {other.states}")
+    return found
+
+
+def test_compact_encoding_agrees_with_the_reference_on_every_small_instance() -> None:
+    """OB-MODEL-1, OB-TABLE-1: same worst total (the formula), same reachable slot vectors,
+    the packed and the tuple search count alike, and at W = 1 the same state count."""
+    for servers, cap, weight in SMALL:
+        assert disagreements(servers, cap, weight) == [], (servers, cap, weight)
+        row = explore("check-then-write", servers, cap, weight, encoding="compact")
+        assert row.worst_total == formula(servers, cap, weight), (servers, cap, weight)
+    # Fewer states where the weight is free: the point of the encoding.
+    big = explore("check-then-write", 3, 3, 3)
+    small = explore("check-then-write", 3, 3, 3, encoding="compact")
+    assert small.states < big.states and small.worst_total == big.worst_total
+
+
+class _OffByOneCompact(CompactCheckThenWrite):
+    """Broken: a finished check may admit one more than fits."""
+
+    def room(self, code: int) -> int:
+        return super().room(code) + 1
+
+
+class _TooEagerCompact(CompactCheckThenWrite):
+    """Broken: a check gives up when the view reaches M - 1 instead of passing M - 1."""
+
+    def _next_code(self, k: int, view: int) -> int:
+        return 0 if view + 1 >= self.cap else super()._next_code(k, view)
+
+
+def test_the_comparison_refutes_broken_compact_encodings() -> None:
+    """OB-MODEL-1: the encoding comparison has teeth: a wrong room or a wrong early
+    rejection changes the worst total or the reachable slot vectors; and the packed
+    search refuses to write a slot past the bound its packing holds."""
+    assert any("worst total" in d for d in disagreements(2, 2, 1, _TooEagerCompact))
+    assert "reachable slot vectors differ" in disagreements(1, 3, 1, _TooEagerCompact)
+    assert any("worst total" in d for d in disagreements(2, 2, 1, _OffByOneCompact))
+    # The packed search refuses to write a slot past the bound it packs for.
+    narrow = CompactCheckThenWrite(2, 2, 1)
+    narrow.max_slot = 1
+    with pytest.raises(AssertionError, match="overshoot bound"):
+        narrow.search_packed()
+
+
+def test_compact_witness_replays_to_the_worst_total() -> None:
+    """OB-BOUND-2: the compact encoding's shortest witness (weights chosen at admit)."""
+    for servers, cap, weight in [(2, 3, 2), (3, 2, 1), (3, 3, 3)]:
+        row = explore("check-then-write", servers, cap, weight, encoding="compact", witness=True)
+        assert row.witness is not None
+        model = CompactCheckThenWrite(servers, cap, weight)
+        assert model.total(replay(model, row.witness)[-1]) == formula(servers, cap, weight)
+        admits = [s for s in row.witness if s.action == "admit"]
+        assert admits and all(1 <= s.arg <= min(cap, weight) for s in admits)
+        assert Step.from_json(admits[0].to_json()) == admits[0]
+
+
+def test_unknown_encoding_is_refused() -> None:
+    with pytest.raises(ValueError, match="encoding"):
+        explore("check-then-write", 2, 2, 1, encoding="spin-ish")
+    with pytest.raises(ValueError, match="check-then-write only"):
+        explore("write-then-check", 2, 2, 1, encoding="compact")

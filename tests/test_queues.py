@@ -6,10 +6,11 @@ code under test.
 
 from __future__ import annotations
 
+import heapq
 import subprocess
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import icontract
 import pytest
@@ -207,7 +208,7 @@ def test_remove_requests_with_bad_member_changes_nothing(cls: type[RequestQueue]
     queue = filled(cls, "a", "b")
     a = queue.peek_request()
     with pytest.raises(TypeError):
-        queue.remove_requests([a, object()])
+        queue.remove_requests([a, cast(Any, object())])
     assert ids(queue) == ["a", "b"]
 
 
@@ -348,7 +349,7 @@ class AppendingPrepend(FCFSRequestQueue):
 
 class NonReversingPrepend(FCFSRequestQueue):
     def prepend_requests(self, requests: RequestQueue) -> None:
-        incoming = self._incoming(requests)
+        incoming, _ids = self._incoming(requests)
         self._items.extendleft(reversed(incoming))  # bug: keeps the order
         for request in incoming:
             self._index[request.request_id] = request
@@ -421,6 +422,138 @@ def test_contracts_refute_broken_variants(cls: type, action: Any, requirement: s
         correct.add_request(queue, Request(name, priority=i, arrival_time=float(i)))
     with pytest.raises(icontract.ViolationError, match=requirement):
         action(queue)
+
+
+# Broken variants of the clauses that share one postcondition per method (RQ-COST-1): the
+# error still names the clause that fails. Some clauses are cheap (checked by default),
+# others whole-structure (checked under deep checks, which tests/conftest.py turns on).
+
+
+class FrontAdd(FCFSRequestQueue):
+    def add_request(self, request: Any) -> None:
+        self._require_new(request)
+        self._items.appendleft(request)  # bug: at the front
+        self._index[request.request_id] = request
+
+
+class LosingAdd(FCFSRequestQueue):
+    def add_request(self, request: Any) -> None:
+        self._require_new(request)  # bug: accepted, never queued
+
+
+class SecondPeek(FCFSRequestQueue):
+    def peek_request(self) -> Any:
+        return self._items[1]  # bug: the second request
+
+
+class UnindexedPop(FCFSRequestQueue):
+    def pop_request(self) -> Any:
+        request = self._items[0]  # bug: left in the deque, dropped from the index
+        del self._index[request.request_id]
+        return request
+
+
+class SkippingPop(FCFSRequestQueue):
+    def pop_request(self) -> Any:
+        request = super().pop_request()
+        self._items.rotate(-1)  # bug: the order of the rest changes
+        return request
+
+
+class ShufflingAdd(FCFSRequestQueue):
+    def add_request(self, request: Any) -> None:
+        super().add_request(request)
+        if len(self._items) > 2:  # bug: swaps the two requests behind the front
+            self._items[1], self._items[2] = self._items[2], self._items[1]
+
+
+class DrainingPrepend(FCFSRequestQueue):
+    def prepend_requests(self, requests: RequestQueue) -> None:
+        super().prepend_requests(requests)
+        requests.pop_request()  # bug: takes a request out of the other queue
+
+
+class UnsiftedPriority(PriorityRequestQueue):
+    def _push(self, request: Any, request_id: str) -> None:
+        entry = [(request.priority, request.arrival_time, request_id), 0, request]
+        self._heap.append(entry)  # bug: no sift, the heap property breaks
+        self._index[request_id] = request
+        self._entries[request_id] = entry
+
+
+class ClampedPriority(PriorityRequestQueue):
+    def _push(self, request: Any, request_id: str) -> None:
+        key = (max(request.priority, 0), request.arrival_time, request_id)  # bug: no negatives
+        entry = [key, next(self._sequence), request]
+        heapq.heappush(self._heap, entry)
+        self._index[request_id] = request
+        self._entries[request_id] = entry
+
+
+@pytest.mark.parametrize(
+    "cls, action, requirement, deep",
+    [
+        (FrontAdd, lambda q: q.add_request(Request("new", arrival_time=9.0)), "RQ-FCFS-1", False),
+        (LosingAdd, lambda q: q.add_request(Request("new", arrival_time=9.0)), "RQ-ALL-1", False),
+        (SecondPeek, lambda q: q.peek_request(), "RQ-ALL-5", False),
+        (UnindexedPop, lambda q: q.pop_request(), "RQ-IMPL-1", False),
+        (SkippingPop, lambda q: q.pop_request(), "RQ-FCFS-2", False),
+        (
+            ShufflingAdd,
+            lambda q: q.add_request(Request("new", arrival_time=9.0)),
+            "RQ-FCFS-1",
+            True,
+        ),
+        (
+            DrainingPrepend,
+            lambda q: q.prepend_requests(filled(FCFSRequestQueue, "x", "y")),
+            "RQ-ALL-8",
+            False,
+        ),
+        (
+            UnsiftedPriority,  # below b's key, above the minimum: only the heap breaks
+            lambda q: q.add_request(Request("new", priority=1, arrival_time=0.5)),
+            "RQ-PRI-6",
+            True,
+        ),
+        (
+            ClampedPriority,
+            lambda q: q.add_request(Request("new", priority=-5, arrival_time=9.0)),
+            "RQ-PRI-1",
+            False,
+        ),
+    ],
+)
+def test_each_clause_of_a_shared_postcondition_is_named(
+    cls: type, action: Any, requirement: str, deep: bool
+) -> None:
+    """RQ-COST-1: cheap clauses catch their bug with deep checks off, deep ones with them on."""
+    was = queueref.config.deep_checks()
+    try:
+        queueref.config.set_deep_checks(deep)
+        queue = cls()
+        correct: Any = cls.__bases__[0]
+        for i, name in enumerate(("a", "b", "c")):
+            correct.add_request(queue, Request(name, priority=i, arrival_time=float(i)))
+        with pytest.raises(icontract.ViolationError, match=requirement):
+            action(queue)
+    finally:
+        queueref.config.set_deep_checks(was)
+
+
+def test_deep_clauses_stay_off_by_default() -> None:
+    """RQ-COST-1: the whole-structure clause that catches ShufflingAdd runs only under deep
+    checks, so without them the broken add passes (and with them it is refuted, above)."""
+    was = queueref.config.deep_checks()
+    try:
+        queueref.config.set_deep_checks(False)
+        queue = ShufflingAdd()
+        for name in ("a", "b", "c"):
+            FCFSRequestQueue.add_request(queue, Request(name))
+        queue.add_request(Request("d"))
+        assert ids(queue) == ["a", "c", "b", "d"]
+    finally:
+        queueref.config.set_deep_checks(was)
 
 
 class ListQueue(RequestQueue):

@@ -1,167 +1,540 @@
-"""`make bench`: per-operation cost of the queues (and of admission), in one run.
+"""`make bench`: queueref beside vLLM 0.30.0's own code, bare Python and the explorer.
 
-Queues: both reference queues with contracts on (the default: cheap
-contracts only) and off (`python -O`, which disables icontract), beside the
-bare `collections.deque` / `heapq` structures on the same request objects, at
-100, 10 000 and 100 000 queued requests. `remove` is compared with vLLM's
-upstream removal (`deque.remove`; `list.remove` + `heapify`).
+Everything is measured in one run, side by side, in interleaved rounds: each
+round runs every variant once, in its own process, one after the other, so a
+change in the machine's load hits all of them alike. A cell reports the median
+over the rounds and the min/max; a ratio is taken per round (queueref and vLLM
+of the same round) and reported the same way.
+
+Variants:
+
+* `queueref-off`: queueref with contracts off (`python -O` disables icontract);
+* `queueref-on`: queueref with its default contracts (deep checks off);
+* `vllm`: vLLM 0.30.0's own `request_queue.py`, `SharedAdmissionStats` and
+  `AsyncLLM.check_admission`, extracted from the released wheel into
+  `build/vllm-0.30.0/` on the first run (the wheel is deleted afterwards; only
+  the `Request` import is replaced, and `check_admission` is lifted out of its
+  class with its logger and errors stubbed); run under `python -O`;
+* `bare`: `collections.deque` / `heapq` on the same request objects, and for
+  admission the floor of any check: a precomputed strided `memoryview` over the
+  counters, `sum(view) + n > M`.
+
+Requests: every queue comparison says which request type it used --
+`vllm-shaped` (the three fields and vLLM 0.30.0's `Request.__lt__` order:
+priority, arrival time, request id, identity) or queueref's own `Request`
+(whose `<` compares key tuples).
 
 A benchmark, not a test: it measures and reports, it asserts nothing.
-Results: `build/bench.json` and a Markdown table on stdout.
+Results: `build/bench.json` and Markdown tables on stdout.
 """
 
 from __future__ import annotations
 
-import heapq
+import ast
+import functools
 import json
 import os
+import shutil
+import statistics
 import subprocess
 import sys
+import textwrap
 import time
-from collections import deque
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build"
+VLLM_VERSION = "0.30.0"
+VLLM_DIR = BUILD / f"vllm-{VLLM_VERSION}"
 SIZES = (100, 10_000, 100_000)
-REPEAT = 2_000  # operations timed per cell
+SERVER_COUNTS = (1, 4, 16, 64)
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
+BUDGET_S = float(os.environ.get("BENCH_BUDGET_S", "0.05"))  # timed seconds per cell and round
+PREPEND_BATCH = 16  # a step's skipped requests, moved back with prepend_requests
+VARIANTS = ("queueref-off", "queueref-on", "vllm", "bare")
+
+# --------------------------------------------------------------------------------------
+# vLLM 0.30.0's own code, fetched once
 
 
-def per_op(fn: Callable[[], None], count: int) -> float:
-    """Microseconds per call, best of three rounds."""
-    best = float("inf")
-    for _ in range(3):
-        started = time.perf_counter()
-        for _ in range(count):
+_CHECK_ADMISSION_HEADER = '''"""vLLM {version}'s AsyncLLM.check_admission, lifted out of
+vllm/v1/engine/async_llm.py by queueref's tools/bench.py (the function text is unchanged;
+its logger and errors are stubs, so the method can run on a stand-in engine). Never
+committed."""
+
+import logging
+
+logger = logging.getLogger("vllm-bench")
+
+
+class QueueOverflowError(Exception):
+    pass
+
+
+class MaxQueuedTokensError(Exception):
+    pass
+
+
+'''
+
+
+def fetch_vllm() -> Path:
+    """Extract vLLM's queue and admission code from the released wheel (once)."""
+    wanted = {
+        "vllm/v1/core/sched/request_queue.py": "request_queue.py",
+        "vllm/v1/engine/admission_control.py": "admission_control.py",
+    }
+    if all((VLLM_DIR / name).exists() for name in [*wanted.values(), "check_admission.py"]):
+        return VLLM_DIR
+    wheel_dir = BUILD / "vllm-wheel"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", f"vllm=={VLLM_VERSION}", "--no-deps", "-d"]
+        + [str(wheel_dir), "-q"],
+        check=True,
+    )
+    (wheel,) = wheel_dir.glob("vllm-*.whl")
+    VLLM_DIR.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(wheel) as archive:
+        for member, name in wanted.items():
+            text = archive.read(member).decode()
+            if name == "request_queue.py":
+                # The only change: vLLM's Request (which pulls in torch) becomes a plain
+                # annotation; the benchmark passes the requests in.
+                old = "from vllm.v1.request import Request\n"
+                assert old in text, "vLLM's request_queue.py no longer imports Request so"
+                text = text.replace(old, "Request = object  # queueref bench: annotations only\n")
+            (VLLM_DIR / name).write_text(text)
+        engine = archive.read("vllm/v1/engine/async_llm.py").decode()
+    (VLLM_DIR / "check_admission.py").write_text(
+        _CHECK_ADMISSION_HEADER.format(version=VLLM_VERSION) + _method_source(engine)
+    )
+    shutil.rmtree(wheel_dir)
+    return VLLM_DIR
+
+
+def _method_source(module_text: str, name: str = "check_admission") -> str:
+    for node in ast.walk(ast.parse(module_text)):
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            segment = ast.get_source_segment(module_text, node, padded=True)
+            assert segment is not None
+            return textwrap.dedent(segment) + "\n"
+    raise LookupError(f"{name} not found in vLLM's async_llm.py")
+
+
+# --------------------------------------------------------------------------------------
+# Requests
+
+
+class VllmShapedRequest:
+    """The fields the queues use, ordered as vLLM 0.30.0's `Request.__lt__` orders:
+    priority, then arrival time, then request id, then identity."""
+
+    __slots__ = ("request_id", "priority", "arrival_time")
+
+    def __init__(self, request_id: str, priority: int, arrival_time: float) -> None:
+        self.request_id, self.priority, self.arrival_time = request_id, priority, arrival_time
+
+    def __lt__(self, other: VllmShapedRequest) -> bool:
+        if self.priority != other.priority:
+            return self.priority < other.priority
+        if self.arrival_time != other.arrival_time:
+            return self.arrival_time < other.arrival_time
+        if self.request_id != other.request_id:
+            return self.request_id < other.request_id
+        return id(self) < id(other)
+
+
+def make_requests(kind: str, count: int, prefix: str = "r") -> list[Any]:
+    if kind == "queueref":
+        from queueref import Request
+
+        return [
+            Request(f"{prefix}{i}", priority=i % 10, arrival_time=float(i)) for i in range(count)
+        ]
+    return [VllmShapedRequest(f"{prefix}{i}", i % 10, float(i)) for i in range(count)]
+
+
+# --------------------------------------------------------------------------------------
+# Timing (in the child)
+
+
+def _floor_check(view: memoryview, cap: int) -> bool:
+    """The floor of any shared check: a precomputed strided view, summed in C."""
+    return sum(view) + 1 > cap
+
+
+def per_call_us(fn: Callable[[], object]) -> float:
+    """CPU microseconds per call, for calls repeated until BUDGET_S has been spent.
+
+    CPU time of this process (`time.process_time`), not wall time: the machine is
+    shared, and time spent descheduled is nobody's cost."""
+    count, spent = 0, 0.0
+    batch = 1
+    while spent < BUDGET_S:
+        started = time.process_time()
+        for _ in range(batch):
             fn()
-        best = min(best, (time.perf_counter() - started) / count)
-    return best * 1e6
+        spent += time.process_time() - started
+        count += batch
+        batch = min(batch * 2, 4096)
+    return spent / count * 1e6
 
 
-def bench_queue(kind: str, size: int) -> dict[str, float]:
-    """add+pop cycle, peek, and remove+re-add of a request in the middle."""
-    from queueref import FCFSRequestQueue, PriorityRequestQueue, Request
+def timed_us(run: Callable[[], float]) -> float:
+    """`run()` returns the seconds it timed itself (its setup excluded); mean in µs, over
+    runs repeated until BUDGET_S has been timed or 10 * BUDGET_S has passed (at least 3)."""
+    count, spent = 0, 0.0
+    began = time.process_time()
+    while count < 3 or (spent < BUDGET_S and time.process_time() - began < 10 * BUDGET_S):
+        spent += run()
+        count += 1
+    return spent / count * 1e6
 
-    requests = [Request(f"r{i}", priority=i % 10, arrival_time=float(i)) for i in range(size)]
+
+class _Vllm:
+    """vLLM 0.30.0's queues and admission code, imported from build/."""
+
+    def __init__(self) -> None:
+        sys.path.insert(0, str(VLLM_DIR))
+        import admission_control  # type: ignore[import-not-found]
+        import check_admission  # type: ignore[import-not-found]
+        import request_queue  # type: ignore[import-not-found]
+
+        self.queues = request_queue
+        self.admission = admission_control
+        self.check_admission = check_admission
+
+
+def _queue_factory(variant: str, policy: str) -> Callable[[list[Any]], Any]:
+    if variant.startswith("queueref"):
+        from queueref import FCFSRequestQueue, PriorityRequestQueue
+
+        cls: Any = FCFSRequestQueue if policy == "fcfs" else PriorityRequestQueue
+        return lambda requests: cls(requests)
+    queues = _Vllm().queues
+
+    def build(requests: list[Any]) -> Any:
+        queue = queues.FCFSRequestQueue() if policy == "fcfs" else queues.PriorityRequestQueue()
+        for request in requests:
+            queue.add_request(request)
+        return queue
+
+    return build
+
+
+def bench_queue(variant: str, policy: str, size: int, request_kind: str) -> dict[str, float]:
+    """Per-operation µs of one queue at a constant size."""
+    requests = make_requests(request_kind, size)
     middle = requests[size // 2]
     out: dict[str, float] = {}
-    if kind in ("fcfs", "priority"):
-        queue: Any = (
-            FCFSRequestQueue(requests) if kind == "fcfs" else PriorityRequestQueue(requests)
-        )
+    if variant == "bare":
+        return _bench_bare(policy, requests, middle)
+    queue = _queue_factory(variant, policy)(requests)
+    build_other = _queue_factory(variant, policy)
 
-        def add_pop() -> None:
-            request = queue.pop_request()
+    def add_pop() -> None:
+        queue.add_request(queue.pop_request())
+
+    def remove_add() -> None:
+        queue.remove_request(middle)
+        queue.add_request(middle)
+
+    out["add+pop"] = per_call_us(add_pop) / 2
+    out["peek"] = per_call_us(queue.peek_request)
+    out["remove+add"] = per_call_us(remove_add)
+    tenth = requests[::10]
+
+    def remove_many() -> float:
+        started = time.process_time()
+        queue.remove_requests(tenth)
+        spent = time.process_time() - started
+        for request in tenth:
             queue.add_request(request)
+        return spent
 
-        def remove() -> None:
-            queue.remove_request(middle)
-            queue.add_request(middle)
+    out["remove_requests 10%"] = timed_us(remove_many)
+    # Urgent (priority -1), so in both policies they land in front and pops undo the move.
+    batch = make_requests(request_kind, PREPEND_BATCH, prefix="skipped")
+    for request in batch:
+        request.priority = -1
 
-        out["add+pop"] = per_op(add_pop, REPEAT)
-        out["peek"] = per_op(queue.peek_request, REPEAT)
-        out["remove+add"] = per_op(remove, REPEAT if size <= 10_000 else 200)
-        return out
-    if kind == "deque":
-        items = deque(requests)
+    def prepend_many() -> float:
+        other = build_other(batch)
+        started = time.process_time()
+        queue.prepend_requests(other)
+        spent = time.process_time() - started
+        for _ in batch:
+            queue.pop_request()
+        return spent
 
-        def d_add_pop() -> None:
-            items.append(items.popleft())
+    out[f"prepend_requests {PREPEND_BATCH}"] = timed_us(prepend_many)
 
-        def d_peek() -> None:
-            items[0]  # noqa: B018
+    def iterate() -> None:
+        for _ in queue:
+            pass
 
-        def d_remove() -> None:
-            items.remove(middle)
-            items.append(middle)
-
-        out["add+pop"] = per_op(d_add_pop, REPEAT)
-        out["peek"] = per_op(d_peek, REPEAT)
-        out["remove+add"] = per_op(d_remove, REPEAT if size <= 10_000 else 200)
-        return out
-    heap = list(requests)
-    heapq.heapify(heap)
-
-    def h_add_pop() -> None:
-        heapq.heappush(heap, heapq.heappop(heap))
-
-    def h_peek() -> None:
-        heap[0]  # noqa: B018
-
-    def h_remove() -> None:  # vLLM's PriorityRequestQueue.remove_request
-        heap.remove(middle)
-        heapq.heapify(heap)
-        heapq.heappush(heap, middle)
-
-    out["add+pop"] = per_op(h_add_pop, REPEAT)
-    out["peek"] = per_op(h_peek, REPEAT)
-    out["remove+add"] = per_op(h_remove, REPEAT if size <= 10_000 else 50)
+    out["iteration"] = per_call_us(iterate)
     return out
 
 
-def child() -> None:
-    """Measure one configuration in this process; print JSON rows."""
-    rows = []
-    for kind in sys.argv[2].split(","):
-        for size in SIZES:
-            rows.append({"kind": kind, "size": size, "us": bench_queue(kind, size)})
-    print(json.dumps(rows))
+def _bench_bare(policy: str, requests: list[Any], middle: Any) -> dict[str, float]:
+    import heapq
+    from collections import deque
+
+    out: dict[str, float] = {}
+    if policy == "fcfs":
+        items = deque(requests)
+        out["add+pop"] = per_call_us(lambda: items.append(items.popleft())) / 2
+        out["peek"] = per_call_us(lambda: items[0])
+
+        def d_iterate() -> None:
+            for _ in items:
+                pass
+
+        out["iteration"] = per_call_us(d_iterate)
+        return out
+    heap = list(requests)
+    heapq.heapify(heap)
+    out["add+pop"] = per_call_us(lambda: heapq.heappush(heap, heapq.heappop(heap))) / 2
+    out["peek"] = per_call_us(lambda: heap[0])
+    return out
 
 
-def measure(kinds: str, optimize: bool) -> list[dict[str, Any]]:
+def bench_admission(variant: str) -> dict[str, float]:
+    """µs per `check_admission(1)` over N shared slots, every check admitting."""
+    import multiprocessing
+
+    cap = 1 << 40  # never reached: every check admits, nothing is written
+    out: dict[str, float] = {}
+    step = 8  # vLLM 0.30.0 and queueref: 8 counters per slot (one cache line)
+    for servers in SERVER_COUNTS:
+        counters = multiprocessing.get_context("spawn").RawArray("q", servers * step)
+        for index in range(servers):
+            counters[index * step] = 1
+        check: Callable[[], object]
+        if variant.startswith("queueref"):
+            from queueref import AdmissionController, RequestTracker, SharedAdmissionStats
+
+            stats = SharedAdmissionStats(counters, servers, 0)
+            controller = AdmissionController(cap, tracker=RequestTracker(stats), shared_stats=stats)
+            check = functools.partial(controller.check_admission, 1)
+        elif variant == "vllm":
+            vllm = _Vllm()
+            engine = _StandInEngine(
+                vllm.admission.SharedAdmissionStats(
+                    {"mp_admission_counters": counters}, servers, 0
+                ),
+                cap,
+            )
+            method = vllm.check_admission.check_admission
+            check = functools.partial(method, engine, 1)
+        else:
+            view = memoryview(counters).cast("B").cast("q")[::step]  # precomputed, strided
+
+            check = functools.partial(_floor_check, view, cap)
+
+        out[f"N={servers}"] = per_call_us(check)
+    return out
+
+
+class _StandInEngine:
+    """What vLLM 0.30.0's `check_admission` reads of its AsyncLLM: the scheduler config
+    (`max_num_queued_reqs`, `max_num_queued_tokens`) and the admission stats."""
+
+    def __init__(self, stats: Any, cap: int) -> None:
+        self.admission_stats = stats
+        self.scheduler_config = type(
+            "SchedulerConfig", (), {"max_num_queued_reqs": cap, "max_num_queued_tokens": None}
+        )()
+
+    def get_num_unfinished_requests(self) -> int:  # not reached: the stats are shared
+        return 0
+
+    def get_num_queued_tokens(self) -> int:  # not reached: no token limit
+        return 0
+
+
+def child(variant: str) -> None:
+    """One round of one variant: print its cells as JSON."""
+    cells: list[dict[str, Any]] = []
+    for policy in ("fcfs", "priority"):
+        kinds = ["vllm-shaped"] + (["queueref"] if policy == "priority" else [])
+        for kind in kinds:
+            for size in SIZES:
+                for op, us in bench_queue(variant, policy, size, kind).items():
+                    cells.append(
+                        {"bench": "queue", "queue": policy, "request": kind, "size": size}
+                        | {"op": op, "us": us}
+                    )
+    for what, us in bench_admission(variant).items():
+        cells.append({"bench": "admission", "servers": int(what[2:]), "us": us})
+    print(json.dumps(cells))
+
+
+# --------------------------------------------------------------------------------------
+# The parent: rounds, medians, ratios
+
+
+def run_variant(variant: str) -> list[dict[str, Any]]:
     env = dict(os.environ, QUEUEREF_DEEP_CHECKS="0")
-    argv = [sys.executable, *(["-O"] if optimize else []), __file__, "--child", kinds]
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "reference"), env.get("PYTHONPATH", "")])
+    optimize = variant != "queueref-on"
+    argv = [sys.executable, *(["-O"] if optimize else []), __file__, "--child", variant]
     done = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
-    return list(json.loads(done.stdout))
+    return list(json.loads(done.stdout.splitlines()[-1]))
+
+
+def _key(cell: dict[str, Any]) -> tuple[Any, ...]:
+    if cell["bench"] == "queue":
+        return ("queue", cell["queue"], cell["request"], cell["size"], cell["op"])
+    return ("admission", cell["servers"])
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    return {
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+    }
+
+
+def collect(rounds: int) -> dict[tuple[Any, ...], dict[str, list[float]]]:
+    """key -> variant -> one value per round."""
+    table: dict[tuple[Any, ...], dict[str, list[float]]] = {}
+    for number in range(rounds):
+        for variant in VARIANTS:
+            print(f"round {number + 1}/{rounds}: {variant}", file=sys.stderr)
+            for cell in run_variant(variant):
+                table.setdefault(_key(cell), {}).setdefault(variant, []).append(cell["us"])
+    return table
+
+
+def _ratio(values: dict[str, list[float]], a: str, b: str) -> dict[str, float] | None:
+    if a not in values or b not in values:
+        return None
+    return spread([x / y for x, y in zip(values[a], values[b], strict=True)])
+
+
+def _fmt_us(value: float) -> str:
+    if value >= 1000:
+        return f"{value / 1000:.2f} ms"
+    return f"{value:.3f} µs" if value < 1 else f"{value:.2f} µs"
+
+
+def _fmt_ratio(r: dict[str, float] | None) -> str:
+    if r is None:
+        return ""
+    return f"{r['median']:.2f}x ({r['min']:.2f}-{r['max']:.2f})"
+
+
+def report(table: dict[tuple[Any, ...], dict[str, list[float]]]) -> tuple[str, list[Any]]:
+    rows: list[dict[str, Any]] = []
+    queue_lines = [
+        "| queue | requests | n | op | queueref off | queueref on | vLLM 0.30.0 | bare "
+        "| off / vLLM | on / vLLM |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    admission_lines = [
+        "| N | queueref off | queueref on | vLLM 0.30.0 | floor (memoryview sum) "
+        "| off / vLLM | on / vLLM | vLLM / floor |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key, values in table.items():
+        medians = {v: statistics.median(xs) for v, xs in values.items()}
+        row: dict[str, Any] = {
+            "key": list(key),
+            "us": {v: spread(xs) for v, xs in values.items()},
+            "off_over_vllm": _ratio(values, "queueref-off", "vllm"),
+            "on_over_vllm": _ratio(values, "queueref-on", "vllm"),
+        }
+        cells = [_fmt_us(medians[v]) if v in medians else "" for v in VARIANTS]
+        if key[0] == "queue":
+            _, policy, kind, size, op = key
+            queue_lines.append(
+                f"| {policy} | {kind} | {size:,} | {op} | "
+                + " | ".join(cells)
+                + f" | {_fmt_ratio(row['off_over_vllm'])} | {_fmt_ratio(row['on_over_vllm'])} |"
+            )
+        else:
+            row["vllm_over_floor"] = _ratio(values, "vllm", "bare")
+            admission_lines.append(
+                f"| {key[1]} | "
+                + " | ".join(cells)
+                + f" | {_fmt_ratio(row['off_over_vllm'])} | {_fmt_ratio(row['on_over_vllm'])}"
+                + f" | {_fmt_ratio(row['vllm_over_floor'])} |"
+            )
+        rows.append(row)
+    text = "\n".join(
+        ["### Queue operations (µs per operation; add+pop is per operation of the pair)", ""]
+        + queue_lines
+        + ["", "### check_admission(1) over N shared slots, every check admitting", ""]
+        + admission_lines
+    )
+    return text, rows
+
+
+def bench_explorer() -> tuple[str, list[dict[str, Any]]]:
+    """The explorer: the compact encoding beside the reference encoding, and the big rows."""
+    sys.path.insert(0, str(ROOT / "reference"))
+    from queueref.models import explorer
+
+    rows: list[dict[str, Any]] = []
+    lines = [
+        "| instance (N, M, W) | encoding | states | worst total | seconds |",
+        "|---|---|---:|---:|---:|",
+    ]
+    instances = [((3, 3, 2), ("reference", "compact")), ((4, 4, 2), ("compact",))]
+    instances.append(((5, 2, 1), ("compact",)))
+    for (servers, cap, weight), encodings in instances:
+        for encoding in encodings:
+            began = time.process_time()
+            found = explorer.explore("check-then-write", servers, cap, weight, encoding=encoding)
+            cpu = time.process_time() - began
+            rows.append(
+                {
+                    "bench": "explorer",
+                    "instance": [servers, cap, weight],
+                    "encoding": encoding,
+                    "states": found.states,
+                    "worst_total": found.worst_total,
+                    "cpu_seconds": round(cpu, 2),
+                }
+            )
+            lines.append(
+                f"| ({servers}, {cap}, {weight}) | {encoding} | {found.states:,} | "
+                f"{found.worst_total} | {cpu:.1f} |"
+            )
+    return "\n".join(["### Explorer, check-then-write (CPU seconds, one core)", "", *lines]), rows
 
 
 def main() -> int:
-    results: dict[str, Any] = {"queues": []}
-    on = measure("fcfs,priority", optimize=False)
-    off = measure("fcfs,priority", optimize=True)
-    bare = measure("deque,heapq", optimize=True)
-    bare_of = {"fcfs": "deque", "priority": "heapq"}
-    lines = [
-        "| queue | n | op | contracts on (µs) | contracts off (µs) | bare (µs) | off / bare |",
-        "|---|---:|---|---:|---:|---:|---:|",
-    ]
-    for row_on, row_off in zip(on, off, strict=True):
-        row_bare = next(
-            r for r in bare if r["kind"] == bare_of[row_on["kind"]] and r["size"] == row_on["size"]
-        )
-        for op in row_on["us"]:
-            cell = {
-                "queue": row_on["kind"],
-                "size": row_on["size"],
-                "op": op,
-                "contracts_on_us": round(row_on["us"][op], 3),
-                "contracts_off_us": round(row_off["us"][op], 3),
-                "bare_us": round(row_bare["us"][op], 3),
-            }
-            results["queues"].append(cell)
-            ratio = cell["contracts_off_us"] / max(cell["bare_us"], 1e-9)
-            lines.append(
-                f"| {cell['queue']} | {cell['size']:,} | {op} | {cell['contracts_on_us']:.2f} |"
-                f" {cell['contracts_off_us']:.2f} | {cell['bare_us']:.2f} | {ratio:.1f}x |"
-            )
-    print("\n".join(lines))
+    fetch_vllm()
+    table = collect(ROUNDS)
+    text, rows = report(table)
+    print(text)
+    results: dict[str, Any] = {"rounds": ROUNDS, "vllm_version": VLLM_VERSION, "cells": rows}
+    if os.environ.get("BENCH_EXPLORER", "1") != "0":
+        explorer_text, results["explorer"] = bench_explorer()
+        print("\n" + explorer_text)
     try:
         sys.path.insert(0, str(ROOT / "tools"))
-        import bench_admission  # written beside this file
+        import bench_admission  # the protocols under load, beside this file
 
-        results["admission"] = []
-        bench_admission.run(results["admission"])
+        results["admission_protocols"] = []
+        bench_admission.run(results["admission_protocols"])
     except ImportError:
-        print("(admission benchmark not available)")
-    (ROOT / "build").mkdir(exist_ok=True)
-    (ROOT / "build" / "bench.json").write_text(json.dumps(results, indent=1))
+        print("(admission protocol benchmark not available)")
+    BUILD.mkdir(exist_ok=True)
+    (BUILD / "bench.json").write_text(json.dumps(results, indent=1))
     print("\nsaved build/bench.json")
     return 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child()
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        child(sys.argv[2])
     else:
         sys.exit(main())

@@ -1,15 +1,11 @@
-"""Admission benchmarks (part of `make bench`; `tools/bench.py` calls `run(report)`).
+"""Admission protocols under load (part of `make bench`; `tools/bench.py` calls `run(report)`).
 
-Two tables, measured in one run:
-
-1. `check_admission` cost: one server's check with shared stats over N = 1,
-   2, 4, 8, 16, 64 slots of a real `RawArray`, beside the single-server local
-   count (no shared stats). The read is O(N): one 8-byte load per slot.
-2. The three protocols under the same multi-process load (`run_stress`, N
-   real spawned servers, same seed and operation mix): upstream
-   check-then-write, write-then-check (`mode="reserve"`), and the exact
-   baseline with a `multiprocessing.Lock` around check + registration --
-   admission latency, rejection rate, and the in-flight maxima.
+The three protocols under the same multi-process load (`run_stress`, N real
+spawned servers, same seed and operation mix): upstream check-then-write,
+write-then-check (`mode="reserve"`), and the exact baseline with a
+`multiprocessing.Lock` around check + registration -- admission latency,
+rejection rate, and the in-flight maxima. The cost of one `check_admission`
+beside vLLM 0.30.0's is measured by `tools/bench.py` itself.
 
 Contracts are off for the measurements (`python -O`): when this module runs
 with contracts on, it measures in a `python -O` subprocess. Run alone:
@@ -23,77 +19,9 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from typing import Any
 
-SERVER_COUNTS = (1, 2, 4, 8, 16, 64)
 PROTOCOLS = ("check-then-write", "write-then-check", "locked")
-
-
-def _check_cost_rows(iterations: int = 20_000, repeats: int = 5) -> list[dict[str, Any]]:
-    import multiprocessing
-
-    from queueref.admission import AdmissionController, SharedAdmissionStats
-    from queueref.tracker import RequestTracker
-
-    def best_ns(controller: AdmissionController) -> float:
-        check = controller.check_admission
-        timings = []
-        for _ in range(repeats):
-            started = time.perf_counter_ns()
-            for _ in range(iterations):
-                check(1)
-            timings.append((time.perf_counter_ns() - started) / iterations)
-        return min(timings)
-
-    def best_sum_ns(counters: Any, servers: int) -> float:
-        # The floor of any shared read: one Python-level load of counter 0 per slot.
-        step = SharedAdmissionStats.COUNTERS_PER_SLOT
-        timings = []
-        for _ in range(repeats):
-            started = time.perf_counter_ns()
-            for _ in range(iterations):
-                sum(counters[index * step] for index in range(servers))
-            timings.append((time.perf_counter_ns() - started) / iterations)
-        return min(timings)
-
-    cap = 1 << 40  # never reached: every check admits and nothing is written
-    rows: list[dict[str, Any]] = []
-    local = AdmissionController(cap)
-    rows.append(
-        {
-            "bench": "admission-check-cost",
-            "path": "local count",
-            "servers": 1,
-            "ns_per_check": round(best_ns(local), 1),
-        }
-    )
-    context = multiprocessing.get_context("spawn")
-    for servers in SERVER_COUNTS:
-        counters = context.RawArray("q", SharedAdmissionStats.num_counters(servers))
-        for index in range(servers):
-            counters[index * SharedAdmissionStats.COUNTERS_PER_SLOT] = 1
-        stats = SharedAdmissionStats(counters, servers, 0)
-        shared = AdmissionController(cap, tracker=RequestTracker(stats), shared_stats=stats)
-        rows.append(
-            {
-                "bench": "admission-check-cost",
-                "path": "shared stats",
-                "servers": servers,
-                "ns_per_check": round(best_ns(shared), 1),
-            }
-        )
-        rows.append(
-            {
-                "bench": "admission-check-cost",
-                "path": "bare sum (upstream get_num_requests style, no check)",
-                "servers": servers,
-                "ns_per_check": round(best_sum_ns(counters, servers), 1),
-            }
-        )
-    for row in rows:
-        row["contracts"] = __debug__
-    return rows
 
 
 def _protocol_rows(
@@ -139,8 +67,8 @@ def _protocol_rows(
 
 
 def measure() -> list[dict[str, Any]]:
-    """Both tables, in this interpreter (contracts on or off as it runs)."""
-    return _check_cost_rows() + _protocol_rows()
+    """The protocol table, in this interpreter (contracts on or off as it runs)."""
+    return _protocol_rows()
 
 
 def _measure_without_contracts() -> list[dict[str, Any]]:
@@ -168,20 +96,12 @@ def run(report: list[dict[str, Any]]) -> None:
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    """The two tables as Markdown."""
-    cost = [row for row in rows if row["bench"] == "admission-check-cost"]
+    """The protocol table as Markdown."""
     protocols = [row for row in rows if row["bench"] == "admission-protocols"]
-    lines = [
-        "### check_admission cost (contracts off)",
-        "",
-        "| path | servers | ns per check |",
-        "|---|---:|---:|",
-    ]
-    lines += [f"| {r['path']} | {r['servers']} | {r['ns_per_check']} |" for r in cost]
+    lines: list[str] = []
     if protocols:
         first = protocols[0]
         lines += [
-            "",
             f"### Protocols under the same load ({first['servers']} processes, "
             f"M={first['cap']}, W={first['max_n']}, {first['seconds']} s each)",
             "",

@@ -22,6 +22,14 @@ enforces. Deliberate divergences from vLLM (0.30.0 and 0.33.0 alike):
 
 Contracts are cheap by default (O(1), or O(k) in the k requests an operation
 moves); whole-structure checks run only when `queueref.config.deep_checks()`.
+
+How the contracts are laid out (RQ-COST-1): icontract's price is per contract
+(about 1.7 µs each, whatever the condition), so every method has at most one
+precondition, one snapshot and one postcondition, all on the abstract class.
+The postcondition runs a table of clauses -- the `RequestQueue` clauses, then
+the clauses the concrete class lists in `_post_clauses` -- and on a violation
+its error names the first clause that fails, with its requirement ID, exactly
+as a contract of its own would.
 """
 
 from __future__ import annotations
@@ -30,14 +38,18 @@ import abc
 import enum
 import heapq
 import itertools
+import math
+import operator
 from collections import deque
-from collections.abc import Collection, Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from operator import attrgetter
+from typing import Any, ClassVar, cast
 
 import icontract
 
+from queueref import config
 from queueref.config import deep_checks
-from queueref.request import REQUEST_FIELDS, check_request_shape, request_key
+from queueref.request import REQUEST_FIELDS, RequestLike, check_request_shape, request_key
 
 
 class SchedulingPolicy(enum.Enum):
@@ -48,63 +60,220 @@ class SchedulingPolicy(enum.Enum):
 
 
 # ---------------------------------------------------------------------------
-# Helpers the contracts use. They only use the public interface of a queue,
-# because the contracts on the ABC also bind other people's subclasses.
+# Helpers the contracts use. On a foreign subclass they only use the public
+# interface of a queue, because the contracts on the ABC bind other people's
+# subclasses too; on our own queues they may read the id index and the front.
 
 
 def _is_request_shaped(request: object) -> bool:
     return all(hasattr(request, field) for field in REQUEST_FIELDS)
 
 
-def _queued_ids(queue: RequestQueue) -> Mapping[str, Any] | None:
+def _queued_ids(queue: RequestQueue) -> Mapping[str, RequestLike] | None:
     """request_id -> request for the queued requests, or None when unknown cheaply.
 
     RQ-COST-1: our own queues keep an index (O(1)); a foreign subclass is scanned only
     when deep checks are on, so default contracts stay O(1).
     """
-    index = queue.__dict__.get("_index") if isinstance(queue, _IndexedQueue) else None
-    if index is not None:
-        return index  # type: ignore[no-any-return]
+    if queue._indexed:
+        return cast(_IndexedQueue, queue)._index
     if deep_checks():
         return {r.request_id: r for r in queue}
     return None
 
 
-def _not_queued(queue: RequestQueue, request: Any) -> bool:
-    # A malformed request is left to the RQ-REQ-3 precondition to report.
-    ids = _queued_ids(queue) if _is_request_shaped(request) else None
-    return ids is None or ids.get(request.request_id) is not request
+def _size(queue: RequestQueue) -> int:
+    # Our own queues: the index size is their __len__, read without a call.
+    return len(cast(_IndexedQueue, queue)._index) if queue._indexed else len(queue)
 
 
-def _id_free(queue: RequestQueue, request: Any) -> bool:
-    ids = _queued_ids(queue) if _is_request_shaped(request) else None
-    return ids is None or ids.get(request.request_id, request) is request
+def _head_or_none(queue: RequestQueue) -> RequestLike | None:
+    """What `peek_request()` would return, or None: our own queues answer without
+    going through the contract-checked `peek_request`."""
+    if queue._indexed:
+        return cast(_IndexedQueue, queue)._front()
+    return queue.peek_request() if len(queue) > 0 else None
 
 
-def _all_new(queue: RequestQueue, requests: Iterable[Any]) -> bool:
-    ids = _queued_ids(queue)
-    return ids is None or all(
-        not _is_request_shaped(r) or r.request_id not in ids for r in requests
-    )
+class _Before:
+    """The one snapshot of a call: what its postcondition clauses compare against.
+
+    `head` and `second` are the first two requests in pop order (None when
+    there are fewer; `second` only for our FCFS queue, where it is O(1));
+    `items` the whole contents under deep checks, else None.
+    """
+
+    __slots__ = ("length", "head", "second", "items", "incoming", "present")
+
+    def __init__(self, queue: RequestQueue) -> None:
+        if queue._indexed:  # our own queues: no contract-checked call, no ABC isinstance
+            own = cast(_IndexedQueue, queue)
+            self.length = len(own._index)
+            self.head, self.second = own._front_two()
+        else:
+            self.length = len(queue)
+            self.head = _head_or_none(queue)
+            self.second = None
+        self.items = list(queue) if config.DEEP_CHECKS else None  # RQ-COST-1: O(n), deep only
+        self.incoming: list[RequestLike] = []
+        self.present: int | None = None
+
+    @staticmethod
+    def of_prepend(queue: RequestQueue, requests: RequestQueue) -> _Before:
+        before = _Before(queue)
+        before.incoming = list(requests)  # O(k): the requests this call moves
+        return before
+
+    @staticmethod
+    def of_remove(queue: RequestQueue, requests: Iterable[Any]) -> _Before:
+        before = _Before(queue)
+        if isinstance(requests, Collection):  # an iterator: reading it here would consume it
+            before.incoming = list(requests)
+            before.present = _count_present(queue, before.incoming)
+        return before
 
 
-def _count_present(queue: RequestQueue, requests: Iterable[Any]) -> int | None:
+def _count_present(queue: RequestQueue, requests: list[Any]) -> int | None:
     """How many distinct queued requests `requests` names, or None if unknown cheaply."""
-    if not isinstance(requests, Collection):
-        return None  # an iterator: counting it here would consume it
     ids = _queued_ids(queue)
     if ids is None:
         return None
     return len({id(r) for r in requests if _is_request_shaped(r) and ids.get(r.request_id) is r})
 
 
-def _head_or_none(queue: RequestQueue) -> Any:
-    return queue.peek_request() if len(queue) > 0 else None
+#: A postcondition clause: "ID: what holds", and a test of (queue, argument, before).
+Clause = tuple[str, Callable[[Any, Any, Any], bool]]
 
 
-def _contents(queue: RequestQueue) -> list[Any] | None:
-    """RQ-COST-1: the whole contents in order, only under deep checks (O(n))."""
-    return list(queue) if deep_checks() else None
+class _Deep(tuple[str, Callable[[Any, Any, Any], bool]]):
+    """A clause that costs O(n): it runs only under deep checks (RQ-COST-1)."""
+
+
+def _deep(text: str, holds: Callable[[Any, Any, Any], bool]) -> Clause:
+    return _Deep((text, holds))
+
+
+def _first_failing(clauses: Iterable[Clause], queue: Any, arg: Any, old: Any) -> str | None:
+    for clause in clauses:
+        text, holds = clause
+        if (isinstance(clause, _Deep) and not config.DEEP_CHECKS) or holds(queue, arg, old):
+            continue
+        return text
+    return None
+
+
+def _first_broken(queue: RequestQueue, method: str, arg: Any, old: _Before) -> str | None:
+    """The first clause of `method` that `queue` breaks after the call, or None."""
+    for text, holds in queue._cheap_post_clauses[method]:
+        if not holds(queue, arg, old):
+            return text
+    if config.DEEP_CHECKS:
+        for text, holds in queue._deep_post_clauses[method]:
+            if not holds(queue, arg, old):
+                return text
+    return None
+
+
+def _where(queue: object, method: str) -> str:
+    return f"File {__file__}, in {type(queue).__name__}.{method}:\n"
+
+
+def _broken(queue: RequestQueue, method: str, arg: Any, old: _Before) -> icontract.ViolationError:
+    """The violation of the first broken clause, worded as icontract words its own."""
+    text = _first_broken(queue, method, arg, old)
+    return icontract.ViolationError(f"{_where(queue, method)}{text}: the argument was {arg!r}")
+
+
+# The postconditions every queue keeps (the ABC's clauses), by method.
+_ABC_POST: dict[str, tuple[Clause, ...]] = {
+    "add_request": (
+        ("RQ-ALL-1: add grows the queue by one", lambda q, r, old: _size(q) == old.length + 1),
+    ),
+    "prepend_request": (
+        ("RQ-ALL-1: prepend grows the queue by one", lambda q, r, old: _size(q) == old.length + 1),
+    ),
+    "pop_request": (
+        ("RQ-ALL-4: pop shrinks the queue by one", lambda q, r, old: _size(q) == old.length - 1),
+        ("RQ-ALL-4: pop returns what peek returned", lambda q, r, old: r is old.head),
+    ),
+    "peek_request": (
+        ("RQ-ALL-5: peek does not change the queue", lambda q, r, old: _size(q) == old.length),
+    ),
+    "prepend_requests": (
+        (
+            "RQ-ALL-8: prepend_requests moves in every request of the other queue",
+            lambda q, rs, old: _size(q) == old.length + len(old.incoming),
+        ),
+        (
+            "RQ-ALL-8: the other queue is left as it was",
+            lambda q, rs, old: len(rs) == len(old.incoming),
+        ),
+    ),
+    "remove_request": (
+        ("RQ-ALL-6: remove takes out one request", lambda q, r, old: _size(q) == old.length - 1),
+    ),
+    "remove_requests": (
+        (
+            "RQ-ALL-7: remove_requests takes out exactly the queued requests it names",
+            lambda q, rs, old: old.present is None or _size(q) == old.length - old.present,
+        ),
+    ),
+}
+
+
+def _add_refusal(queue: RequestQueue, request: Any, method: str) -> Exception:
+    """RQ-REQ-3, RQ-ALL-2, RQ-ALL-3: why `request` may not be added, or None."""
+    if not _is_request_shaped(request):
+        return TypeError(
+            f"{_where(queue, method)}RQ-REQ-3: the request has request_id, priority and "
+            f"arrival_time: {type(request).__name__} object lacks one"
+        )
+    ids = _queued_ids(queue)
+    queued = None if ids is None else ids.get(request.request_id)
+    if queued is request:
+        return ValueError(
+            f"{_where(queue, method)}RQ-ALL-2: the request is not already in the queue: "
+            f"{request!r} is queued"
+        )
+    if queued is not None:
+        return ValueError(
+            f"{_where(queue, method)}RQ-ALL-3: no other queued request has this request_id: "
+            f"{request.request_id!r} is taken"
+        )
+    raise AssertionError("_add_refusal called on an addable request")  # pragma: no cover
+
+
+def _may_add(queue: RequestQueue, request: Any) -> bool:
+    # The common case in one pass: a request-shaped object with a free id.
+    try:
+        request_id = request.request_id
+        request.priority, request.arrival_time  # noqa: B018
+    except AttributeError:
+        return False
+    ids = _queued_ids(queue)
+    return ids is None or request_id not in ids
+
+
+def _prepend_refusal(queue: RequestQueue, requests: RequestQueue) -> ValueError | None:
+    """RQ-ALL-8: why `requests` may not be prepended to `queue`, or None (see `_refused`)."""
+    if requests is queue:
+        return ValueError(
+            f"{_where(queue, 'prepend_requests')}RQ-ALL-8: a queue cannot be prepended to itself"
+        )
+    ids = _queued_ids(queue)
+    if ids is not None and not ids.keys().isdisjoint(
+        r.request_id for r in requests if _is_request_shaped(r)
+    ):
+        return ValueError(
+            f"{_where(queue, 'prepend_requests')}RQ-ALL-8: no request of the other queue is "
+            "already in this one"
+        )
+    return None
+
+
+def _refused(error: ValueError | None) -> ValueError:
+    assert error is not None, "the precondition failed, so there is a reason"
+    return error
 
 
 # ---------------------------------------------------------------------------
@@ -117,37 +286,46 @@ class RequestQueue(icontract.DBC):
     use only the interface, never our own `__init__`'s state.
     """
 
+    #: Clauses a concrete queue adds to the postcondition of a method (see the module doc).
+    _post_clauses: ClassVar[Mapping[str, tuple[Clause, ...]]] = {}
+    #: True for our own queues (an `_IndexedQueue`): a flag, as an ABC isinstance costs 0.3 µs.
+    _indexed: ClassVar[bool] = False
+    #: The ABC's clauses followed by the class's own, per method, split into the
+    #: cheap ones and the deep ones (made once per class, in `__init_subclass__`).
+    _cheap_post_clauses: ClassVar[Mapping[str, tuple[Clause, ...]]] = _ABC_POST
+    _deep_post_clauses: ClassVar[Mapping[str, tuple[Clause, ...]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        every = {m: clauses + cls._post_clauses.get(m, ()) for m, clauses in _ABC_POST.items()}
+        cls._cheap_post_clauses = {
+            m: tuple(c for c in clauses if not isinstance(c, _Deep)) for m, clauses in every.items()
+        }
+        cls._deep_post_clauses = {
+            m: tuple(c for c in clauses if isinstance(c, _Deep)) for m, clauses in every.items()
+        }
+
     @abc.abstractmethod
     @icontract.require(
-        lambda request: _is_request_shaped(request),
-        "RQ-REQ-3: the request has request_id, priority and arrival_time",
-        error=TypeError,
+        lambda self, request: _may_add(self, request),
+        "RQ-REQ-3, RQ-ALL-2, RQ-ALL-3: a request-shaped object, not queued, with a free id",
+        error=lambda self, request: _add_refusal(self, request, "add_request"),
     )
-    @icontract.require(
-        lambda self, request: _not_queued(self, request),
-        "RQ-ALL-2: the request is not already in the queue",
-        error=ValueError,
-    )
-    @icontract.require(
-        lambda self, request: _id_free(self, request),
-        "RQ-ALL-3: no other queued request has this request_id",
-        error=ValueError,
-    )
-    @icontract.snapshot(lambda self: len(self), name="length")
+    @icontract.snapshot(lambda self: _Before(self), name="before")
     @icontract.ensure(
-        lambda self, OLD: len(self) == OLD.length + 1, "RQ-ALL-1: add grows the queue by one"
+        lambda self, request, OLD: _first_broken(self, "add_request", request, OLD.before) is None,
+        "RQ-ALL-1, and the clauses of the queue's policy",
+        error=lambda self, request, OLD: _broken(self, "add_request", request, OLD.before),
     )
-    def add_request(self, request: Any) -> None:
+    def add_request(self, request: RequestLike) -> None:
         """Add a request in the queue's order."""
 
     @abc.abstractmethod
-    @icontract.snapshot(lambda self: len(self), name="length")
-    @icontract.snapshot(lambda self: _head_or_none(self), name="head")
+    @icontract.snapshot(lambda self: _Before(self), name="before")
     @icontract.ensure(
-        lambda self, OLD: len(self) == OLD.length - 1, "RQ-ALL-4: pop shrinks the queue by one"
-    )
-    @icontract.ensure(
-        lambda result, OLD: result is OLD.head, "RQ-ALL-4: pop returns what peek returned"
+        lambda self, result, OLD: _first_broken(self, "pop_request", result, OLD.before) is None,
+        "RQ-ALL-4, and the clauses of the queue's policy",
+        error=lambda self, result, OLD: _broken(self, "pop_request", result, OLD.before),
     )
     def pop_request(self) -> Any:
         """Remove and return the next request.
@@ -156,9 +334,11 @@ class RequestQueue(icontract.DBC):
         """
 
     @abc.abstractmethod
-    @icontract.snapshot(lambda self: len(self), name="length")
+    @icontract.snapshot(lambda self: _Before(self), name="before")
     @icontract.ensure(
-        lambda self, OLD: len(self) == OLD.length, "RQ-ALL-5: peek does not change the queue"
+        lambda self, result, OLD: _first_broken(self, "peek_request", result, OLD.before) is None,
+        "RQ-ALL-5, and the clauses of the queue's policy",
+        error=lambda self, result, OLD: _broken(self, "peek_request", result, OLD.before),
     )
     def peek_request(self) -> Any:
         """Return the next request without removing it.
@@ -168,70 +348,63 @@ class RequestQueue(icontract.DBC):
 
     @abc.abstractmethod
     @icontract.require(
-        lambda request: _is_request_shaped(request),
-        "RQ-REQ-3: the request has request_id, priority and arrival_time",
-        error=TypeError,
+        lambda self, request: _may_add(self, request),
+        "RQ-REQ-3, RQ-ALL-2, RQ-ALL-3: a request-shaped object, not queued, with a free id",
+        error=lambda self, request: _add_refusal(self, request, "prepend_request"),
     )
-    @icontract.require(
-        lambda self, request: _not_queued(self, request),
-        "RQ-ALL-2: the request is not already in the queue",
-        error=ValueError,
-    )
-    @icontract.require(
-        lambda self, request: _id_free(self, request),
-        "RQ-ALL-3: no other queued request has this request_id",
-        error=ValueError,
-    )
-    @icontract.snapshot(lambda self: len(self), name="length")
+    @icontract.snapshot(lambda self: _Before(self), name="before")
     @icontract.ensure(
-        lambda self, OLD: len(self) == OLD.length + 1, "RQ-ALL-1: prepend grows the queue by one"
+        lambda self, request, OLD: (
+            _first_broken(self, "prepend_request", request, OLD.before) is None
+        ),
+        "RQ-ALL-1, and the clauses of the queue's policy",
+        error=lambda self, request, OLD: _broken(self, "prepend_request", request, OLD.before),
     )
-    def prepend_request(self, request: Any) -> None:
+    def prepend_request(self, request: RequestLike) -> None:
         """Put a request back at the front (FCFS) or in key order (priority)."""
 
     @abc.abstractmethod
     @icontract.require(
-        lambda self, requests: requests is not self,
-        "RQ-ALL-8: a queue cannot be prepended to itself",
-        error=ValueError,
+        lambda self, requests: _prepend_refusal(self, requests) is None,
+        "RQ-ALL-8: not the queue itself, and none of its requests already queued here",
+        error=lambda self, requests: _refused(_prepend_refusal(self, requests)),
     )
-    @icontract.require(
-        lambda self, requests: _all_new(self, requests),
-        "RQ-ALL-8: no request of the other queue is already in this one",
-        error=ValueError,
-    )
-    @icontract.snapshot(lambda self: len(self), name="length")
-    @icontract.snapshot(lambda requests: len(requests), name="other_length")
+    @icontract.snapshot(lambda self, requests: _Before.of_prepend(self, requests), name="before")
     @icontract.ensure(
-        lambda self, requests, OLD: len(self) == OLD.length + OLD.other_length,
-        "RQ-ALL-8: prepend_requests moves in every request of the other queue",
-    )
-    @icontract.ensure(
-        lambda requests, OLD: len(requests) == OLD.other_length,
-        "RQ-ALL-8: the other queue is left as it was",
+        lambda self, requests, OLD: (
+            _first_broken(self, "prepend_requests", requests, OLD.before) is None
+        ),
+        "RQ-ALL-8, and the clauses of the queue's policy",
+        error=lambda self, requests, OLD: _broken(self, "prepend_requests", requests, OLD.before),
     )
     def prepend_requests(self, requests: RequestQueue) -> None:
         """Put every request of another queue in front (FCFS, reversed) or in order."""
 
     @abc.abstractmethod
-    @icontract.snapshot(lambda self: len(self), name="length")
+    @icontract.snapshot(lambda self: _Before(self), name="before")
     @icontract.ensure(
-        lambda self, OLD: len(self) == OLD.length - 1, "RQ-ALL-6: remove takes out one request"
+        lambda self, request, OLD: (
+            _first_broken(self, "remove_request", request, OLD.before) is None
+        ),
+        "RQ-ALL-6, and the clauses of the queue's policy",
+        error=lambda self, request, OLD: _broken(self, "remove_request", request, OLD.before),
     )
-    def remove_request(self, request: Any) -> None:
+    def remove_request(self, request: RequestLike) -> None:
         """Remove one queued request.
 
         :raises ValueError: the request is not in the queue (RQ-ALL-6)
         """
 
     @abc.abstractmethod
-    @icontract.snapshot(lambda self: len(self), name="length")
-    @icontract.snapshot(lambda self, requests: _count_present(self, requests), name="present")
+    @icontract.snapshot(lambda self, requests: _Before.of_remove(self, requests), name="before")
     @icontract.ensure(
-        lambda self, OLD: OLD.present is None or len(self) == OLD.length - OLD.present,
-        "RQ-ALL-7: remove_requests takes out exactly the queued requests it names",
+        lambda self, requests, OLD: (
+            _first_broken(self, "remove_requests", requests, OLD.before) is None
+        ),
+        "RQ-ALL-7, and the clauses of the queue's policy",
+        error=lambda self, requests, OLD: _broken(self, "remove_requests", requests, OLD.before),
     )
-    def remove_requests(self, requests: Iterable[Any]) -> None:
+    def remove_requests(self, requests: Iterable[RequestLike]) -> None:
         """Remove every named request that is queued; absent ones are ignored."""
 
     @abc.abstractmethod
@@ -250,6 +423,36 @@ class RequestQueue(icontract.DBC):
         """RQ-ALL-9: the queued requests in pop order, without changing the queue."""
 
 
+_ids_of = attrgetter("request_id")
+_priorities_of = attrgetter("priority")
+_arrivals_of = attrgetter("arrival_time")
+
+
+def _checked_ids(requests: list[Any]) -> list[str]:
+    """RQ-REQ-3 for a batch: the request ids, after checking every request's shape.
+
+    The common case (exactly vLLM's field types) is checked in C-level passes;
+    anything else goes request by request through `check_request_shape`, which
+    raises naming the first field a queue cannot use.
+    """
+    try:
+        ids = list(map(_ids_of, requests))
+        arrivals = list(map(_arrivals_of, requests))
+        fast = (
+            set(map(type, ids)) <= {str}
+            and set(map(type, map(_priorities_of, requests))) <= {int}
+            and set(map(type, arrivals)) <= {float}
+            and not any(map(math.isnan, arrivals))
+        )
+    except AttributeError:
+        fast = False
+    if not fast:
+        for request in requests:
+            check_request_shape(request)
+        ids = list(map(_ids_of, requests))
+    return ids
+
+
 class _IndexedQueue(RequestQueue):
     """What both reference queues share: the id index and the input checks.
 
@@ -257,9 +460,18 @@ class _IndexedQueue(RequestQueue):
     (`python -O`); with contracts on, the preconditions fire first.
     """
 
-    _index: dict[str, Any]
+    _index: dict[str, RequestLike]
+    _indexed = True
 
-    def _require_new(self, request: Any) -> None:
+    @abc.abstractmethod
+    def _front(self) -> RequestLike | None:
+        """What `peek_request` returns, or None on an empty queue (no contracts)."""
+
+    def _front_two(self) -> tuple[RequestLike | None, RequestLike | None]:
+        """The front and, where it is O(1) to know, the request after it (else None)."""
+        return self._front(), None
+
+    def _require_new(self, request: RequestLike) -> None:
         # RQ-REQ-3, RQ-ALL-2, RQ-ALL-3: reject before anything changes, so a
         # key that cannot be ordered never reaches the heap.
         check_request_shape(request)
@@ -272,31 +484,55 @@ class _IndexedQueue(RequestQueue):
                 "is already in this queue"
             )
 
-    def _require_present(self, request: Any) -> None:
+    def _fast_new_id(self, request: RequestLike) -> str:
+        """`request.request_id` once the request passes `_require_new` (inlined common case)."""
+        try:
+            request_id = request.request_id
+            arrival_time = request.arrival_time
+            fast = (
+                type(request_id) is str
+                and type(request.priority) is int
+                and type(arrival_time) is float
+                and arrival_time == arrival_time  # not NaN
+                and request_id not in self._index
+            )
+        except AttributeError:
+            fast = False
+        if not fast:
+            self._require_new(request)
+            request_id = request.request_id
+        return request_id
+
+    def _require_present(self, request: RequestLike) -> None:
         # RQ-ALL-6: removing an absent request is an error, and changes nothing.
         check_request_shape(request)
         if self._index.get(request.request_id) is not request:
             raise ValueError(f"RQ-ALL-6: {request!r} is not in this queue")
 
-    def _present(self, requests: Iterable[Any]) -> list[Any]:
-        # RQ-ALL-7: the distinct queued requests among `requests`, checked first.
+    def _present(self, requests: Iterable[RequestLike]) -> list[RequestLike]:
+        # RQ-ALL-7: the distinct queued requests among `requests`, all checked first.
+        # C-level passes: look each id up, keep the requests that are the queued object
+        # itself, and drop repeats (dict keys hash identities, RQ-REQ-2).
         wanted = list(requests)
-        for request in wanted:
-            check_request_shape(request)
-        present: dict[int, Any] = {}
-        for request in wanted:
-            if self._index.get(request.request_id) is request:
-                present[id(request)] = request
-        return list(present.values())
+        queued = map(self._index.get, _checked_ids(wanted))
+        return list(dict.fromkeys(itertools.compress(wanted, map(operator.is_, queued, wanted))))
 
-    def _incoming(self, requests: RequestQueue) -> list[Any]:
+    def _incoming(self, requests: RequestQueue) -> tuple[list[RequestLike], list[str]]:
         # RQ-ALL-8: validate the whole batch before moving any of it.
         if requests is self:
             raise ValueError("RQ-ALL-8: a queue cannot be prepended to itself")
         incoming = list(requests)
-        for request in incoming:
-            self._require_new(request)
-        return incoming
+        ids = _checked_ids(incoming)
+        if len(set(ids)) != len(ids) or not self._index.keys().isdisjoint(ids):
+            seen: set[str] = set()
+            for request, request_id in zip(incoming, ids, strict=True):
+                self._require_new(request)  # RQ-ALL-2 / RQ-ALL-3 against this queue
+                if request_id in seen:
+                    raise ValueError(
+                        f"RQ-ALL-3: two requests of the other queue have request_id {request_id!r}"
+                    )
+                seen.add(request_id)
+        return incoming, ids
 
     def __contains__(self, request: object) -> bool:
         """Whether this very request is queued (O(1))."""
@@ -318,19 +554,107 @@ class _IndexedQueue(RequestQueue):
 
 
 def _fcfs_index_matches(queue: FCFSRequestQueue) -> bool:
-    return not deep_checks() or (
-        len(queue._index) == len(queue._items)
-        and all(queue._index.get(r.request_id) is r for r in queue._items)
-    )
+    return all(queue._index.get(r.request_id) is r for r in queue._items)
 
 
-@icontract.invariant(
-    lambda self: len(self._items) == len(self._index),
-    "RQ-IMPL-1: the id index holds exactly the queued requests",
+#: RQ-IMPL-1 after every change (and after `__init__`): the cheap half always, the
+#: whole comparison under deep checks. A postcondition clause rather than a class
+#: invariant, which icontract would check before and after every call, reads included.
+_FCFS_STRUCTURE: tuple[Clause, ...] = (
+    (
+        "RQ-IMPL-1: the id index holds exactly the queued requests",
+        lambda q, a, old: len(q._items) == len(q._index),
+    ),
+    _deep(
+        "RQ-IMPL-1: every queued request is indexed by its id",
+        lambda q, a, old: _fcfs_index_matches(q),
+    ),
 )
-@icontract.invariant(
-    lambda self: _fcfs_index_matches(self), "RQ-IMPL-1: every queued request is indexed by its id"
-)
+
+
+def _structure_violation(clauses: tuple[Clause, ...], queue: object) -> icontract.ViolationError:
+    text = _first_failing(clauses, queue, None, None)
+    return icontract.ViolationError(f"{_where(queue, '__init__')}{text}")
+
+
+def _same_items(queue: RequestQueue, expected: list[Any] | None) -> bool:
+    return expected is None or list(queue) == expected
+
+
+_FCFS_POST: dict[str, tuple[Clause, ...]] = {
+    "add_request": (
+        ("RQ-FCFS-1: add appends", lambda q, r, old: q._items[-1] is r),
+        (
+            "RQ-FCFS-1: add leaves the front where it was",
+            lambda q, r, old: old.head is None or q._items[0] is old.head,
+        ),
+        _deep(
+            "RQ-FCFS-1: add keeps the order of the queued requests",
+            lambda q, r, old: old.items is None or _same_items(q, [*old.items, r]),
+        ),
+    ),
+    "pop_request": (
+        (
+            "RQ-FCFS-2: pop takes the front; the second request becomes the front",
+            lambda q, r, old: old.second is None or q._items[0] is old.second,
+        ),
+        _deep(
+            "RQ-FCFS-2: pop keeps the order of the rest",
+            lambda q, r, old: old.items is None or _same_items(q, old.items[1:]),
+        ),
+    ),
+    "peek_request": (
+        ("RQ-ALL-5: peek is the front", lambda q, r, old: r is q._items[0]),
+        _deep(
+            "RQ-ALL-5: peek does not change the queue",
+            lambda q, r, old: _same_items(q, old.items),
+        ),
+    ),
+    "prepend_request": (
+        ("RQ-FCFS-3: prepend puts it in front", lambda q, r, old: q._items[0] is r),
+        (
+            "RQ-FCFS-3: the old front is now second",
+            lambda q, r, old: old.head is None or q._items[1] is old.head,
+        ),
+        _deep(
+            "RQ-FCFS-3: prepend keeps the order of the queued requests",
+            lambda q, r, old: old.items is None or _same_items(q, [r, *old.items]),
+        ),
+    ),
+    "prepend_requests": (
+        (
+            "RQ-FCFS-4: prepend_requests puts the other queue in front, reversed",
+            lambda q, rs, old: (
+                list(itertools.islice(q._items, len(old.incoming))) == old.incoming[::-1]
+            ),
+        ),
+        _deep(
+            "RQ-FCFS-4: the queued requests follow, in their order",
+            lambda q, rs, old: old.items is None or _same_items(q, old.incoming[::-1] + old.items),
+        ),
+    ),
+    "remove_request": (
+        ("RQ-ALL-6: the request is gone", lambda q, r, old: r not in q),
+        _deep(
+            "RQ-ALL-6: the other requests keep their order",
+            lambda q, r, old: (
+                old.items is None or _same_items(q, [x for x in old.items if x is not r])
+            ),
+        ),
+    ),
+    "remove_requests": (
+        _deep(
+            "RQ-ALL-7: the remaining requests keep their order",
+            lambda q, rs, old: (
+                old.items is None
+                or old.present is None
+                or _same_items(q, [r for r in old.items if all(r is not x for x in old.incoming)])
+            ),
+        ),
+    ),
+}
+
+
 class FCFSRequestQueue(_IndexedQueue):
     """First come, first served: a deque, front at the left.
 
@@ -342,42 +666,40 @@ class FCFSRequestQueue(_IndexedQueue):
     ['p', 'a', 'b']
     """
 
-    def __init__(self, requests: Iterable[Any] = ()) -> None:
-        self._items: deque[Any] = deque()
+    # The structure first: the other clauses read it. Peek changes nothing here.
+    _post_clauses = {
+        method: (() if method == "peek_request" else _FCFS_STRUCTURE) + clauses
+        for method, clauses in _FCFS_POST.items()
+    }
+
+    @icontract.ensure(
+        lambda self: _first_failing(_FCFS_STRUCTURE, self, None, None) is None,
+        "RQ-IMPL-1: the id index holds exactly the queued requests",
+        error=lambda self: _structure_violation(_FCFS_STRUCTURE, self),
+    )
+    def __init__(self, requests: Iterable[RequestLike] = ()) -> None:
+        self._items: deque[RequestLike] = deque()
         self._index = {}
         for request in requests:
             self._append(request)
 
-    def _append(self, request: Any) -> None:
-        self._require_new(request)
+    def _append(self, request: RequestLike) -> None:
+        request_id = self._fast_new_id(request)
         self._items.append(request)
-        self._index[request.request_id] = request
+        self._index[request_id] = request
 
-    @icontract.snapshot(lambda self: _head_or_none(self), name="head")
-    @icontract.snapshot(lambda self: _contents(self), name="items")
-    @icontract.ensure(lambda self, request: self._items[-1] is request, "RQ-FCFS-1: add appends")
-    @icontract.ensure(
-        lambda self, OLD: OLD.head is None or self._items[0] is OLD.head,
-        "RQ-FCFS-1: add leaves the front where it was",
-    )
-    @icontract.ensure(
-        lambda self, request, OLD: OLD.items is None or list(self) == OLD.items + [request],
-        "RQ-FCFS-1: add keeps the order of the queued requests",
-    )
-    def add_request(self, request: Any) -> None:
+    def _front(self) -> RequestLike | None:
+        return self._items[0] if self._items else None
+
+    def _front_two(self) -> tuple[RequestLike | None, RequestLike | None]:
+        items = self._items
+        size = len(items)
+        return (items[0] if size else None), (items[1] if size > 1 else None)
+
+    def add_request(self, request: RequestLike) -> None:
         """RQ-FCFS-1: append at the back."""
         self._append(request)
 
-    @icontract.snapshot(lambda self: self._items[1] if len(self._items) > 1 else None, name="next")
-    @icontract.snapshot(lambda self: _contents(self), name="items")
-    @icontract.ensure(
-        lambda self, OLD: OLD.next is None or self._items[0] is OLD.next,
-        "RQ-FCFS-2: pop takes the front; the second request becomes the front",
-    )
-    @icontract.ensure(
-        lambda self, OLD: OLD.items is None or list(self) == OLD.items[1:],
-        "RQ-FCFS-2: pop keeps the order of the rest",
-    )
     def pop_request(self) -> Any:
         """RQ-FCFS-2: remove and return the front.
 
@@ -390,12 +712,6 @@ class FCFSRequestQueue(_IndexedQueue):
         del self._index[request.request_id]
         return request
 
-    @icontract.snapshot(lambda self: _contents(self), name="items")
-    @icontract.ensure(lambda self, result: result is self._items[0], "RQ-ALL-5: peek is the front")
-    @icontract.ensure(
-        lambda self, OLD: OLD.items is None or list(self) == OLD.items,
-        "RQ-ALL-5: peek does not change the queue",
-    )
     def peek_request(self) -> Any:
         """RQ-ALL-5: the front, left in place.
 
@@ -405,37 +721,12 @@ class FCFSRequestQueue(_IndexedQueue):
             raise IndexError("RQ-ALL-5: peek from an empty queue")
         return self._items[0]
 
-    @icontract.snapshot(lambda self: _head_or_none(self), name="head")
-    @icontract.snapshot(lambda self: _contents(self), name="items")
-    @icontract.ensure(
-        lambda self, request: self._items[0] is request, "RQ-FCFS-3: prepend puts it in front"
-    )
-    @icontract.ensure(
-        lambda self, OLD: OLD.head is None or self._items[1] is OLD.head,
-        "RQ-FCFS-3: the old front is now second",
-    )
-    @icontract.ensure(
-        lambda self, request, OLD: OLD.items is None or list(self) == [request] + OLD.items,
-        "RQ-FCFS-3: prepend keeps the order of the queued requests",
-    )
-    def prepend_request(self, request: Any) -> None:
+    def prepend_request(self, request: RequestLike) -> None:
         """RQ-FCFS-3: insert at the front (a preempted request resumes first)."""
-        self._require_new(request)
+        request_id = self._fast_new_id(request)
         self._items.appendleft(request)
-        self._index[request.request_id] = request
+        self._index[request_id] = request
 
-    @icontract.snapshot(lambda requests: list(requests), name="incoming")
-    @icontract.snapshot(lambda self: _contents(self), name="items")
-    @icontract.ensure(
-        lambda self, OLD: (
-            list(itertools.islice(self._items, len(OLD.incoming))) == OLD.incoming[::-1]
-        ),
-        "RQ-FCFS-4: prepend_requests puts the other queue in front, reversed",
-    )
-    @icontract.ensure(
-        lambda self, OLD: OLD.items is None or list(self) == OLD.incoming[::-1] + OLD.items,
-        "RQ-FCFS-4: the queued requests follow, in their order",
-    )
     def prepend_requests(self, requests: RequestQueue) -> None:
         """RQ-FCFS-4: put `requests` in front, in reverse of their iteration order.
 
@@ -445,20 +736,11 @@ class FCFSRequestQueue(_IndexedQueue):
         (which reverses them once), then moved with `prepend_requests` (which
         reverses them back).
         """
-        incoming = self._incoming(requests)
+        incoming, ids = self._incoming(requests)
         self._items.extendleft(incoming)
-        for request in incoming:
-            self._index[request.request_id] = request
+        self._index.update(zip(ids, incoming, strict=True))
 
-    @icontract.snapshot(lambda self: _contents(self), name="items")
-    @icontract.ensure(lambda self, request: request not in self, "RQ-ALL-6: the request is gone")
-    @icontract.ensure(
-        lambda self, request, OLD: (
-            OLD.items is None or list(self) == [r for r in OLD.items if r is not request]
-        ),
-        "RQ-ALL-6: the other requests keep their order",
-    )
-    def remove_request(self, request: Any) -> None:
+    def remove_request(self, request: RequestLike) -> None:
         """RQ-ALL-6: remove one queued request (O(1) to find out it is absent).
 
         :raises ValueError: the request is not in the queue (RQ-ALL-6)
@@ -468,31 +750,19 @@ class FCFSRequestQueue(_IndexedQueue):
         self._items.remove(request)
         del self._index[request.request_id]
 
-    @icontract.snapshot(lambda self: _contents(self), name="items")
-    @icontract.snapshot(
-        lambda requests: list(requests) if isinstance(requests, Collection) else None,
-        name="named",
-    )
-    @icontract.ensure(
-        lambda self, OLD: (
-            OLD.items is None
-            or OLD.named is None
-            or list(self) == [r for r in OLD.items if all(r is not x for x in OLD.named)]
-        ),
-        "RQ-ALL-7: the remaining requests keep their order",
-    )
-    def remove_requests(self, requests: Iterable[Any]) -> None:
+    def remove_requests(self, requests: Iterable[RequestLike]) -> None:
         """RQ-ALL-7: remove every named request that is queued; ignore the rest."""
         present = self._present(requests)
         if not present:
             return
-        for request in present:
-            del self._index[request.request_id]
+        for request_id in map(_ids_of, present):
+            del self._index[request_id]
         if len(present) == 1:
             self._items.remove(present[0])
         else:
-            # One pass instead of len(present) scans.
-            self._items = deque(r for r in self._items if r.request_id in self._index)
+            # One C-level pass that hashes identities (RQ-REQ-2), as vLLM does.
+            gone = set(present)
+            self._items = deque(itertools.filterfalse(gone.__contains__, self._items))
 
     def __iter__(self) -> Iterator[Any]:
         """RQ-FCFS-5, RQ-ALL-9: front to back, over a copy (the queue may change meanwhile)."""
@@ -505,7 +775,7 @@ class FCFSRequestQueue(_IndexedQueue):
 # A heap entry: [key, sequence number, request or _REMOVED]. Keys of live
 # entries are distinct; a tombstone may share a key with a live entry, and
 # then the sequence number decides, so requests themselves are never compared.
-_REMOVED = object()
+_REMOVED: Any = object()
 _Entry = list[Any]
 
 
@@ -520,18 +790,81 @@ def _priority_index_matches(queue: PriorityRequestQueue) -> bool:
     )
 
 
-@icontract.invariant(
-    lambda self: len(self._heap) >= len(self._index),
-    "RQ-IMPL-1: every queued request has a heap entry",
+#: RQ-IMPL-1 and RQ-PRI-6 after every change (see `_FCFS_STRUCTURE`).
+_PRIORITY_STRUCTURE: tuple[Clause, ...] = (
+    (
+        "RQ-IMPL-1: every queued request has a heap entry",
+        lambda q, a, old: len(q._heap) >= len(q._index),
+    ),
+    _deep(
+        "RQ-PRI-6: the heap property holds for every entry",
+        lambda q, a, old: _heap_ordered(q._heap),
+    ),
+    _deep(
+        "RQ-IMPL-1: the id index holds exactly the live heap entries",
+        lambda q, a, old: _priority_index_matches(q),
+    ),
 )
-@icontract.invariant(
-    lambda self: not deep_checks() or _heap_ordered(self._heap),
-    "RQ-PRI-6: the heap property holds for every entry",
-)
-@icontract.invariant(
-    lambda self: not deep_checks() or _priority_index_matches(self),
-    "RQ-IMPL-1: the id index holds exactly the live heap entries",
-)
+
+
+def _in_key_order(queue: RequestQueue, old: list[Any] | None, new: list[Any]) -> bool:
+    return old is None or list(queue) == sorted(old + new, key=request_key)
+
+
+def _minimum_after_add(queue: PriorityRequestQueue, request: Any, old: _Before) -> bool:
+    smaller = old.head is None or request_key(request) < request_key(old.head)
+    return queue._front() is (request if smaller else old.head)
+
+
+_PRIORITY_POST: dict[str, tuple[Clause, ...]] = {
+    "add_request": (
+        (
+            "RQ-PRI-1: the minimum is now the smaller of the old minimum and the new request",
+            _minimum_after_add,
+        ),
+        _deep(
+            "RQ-PRI-1: the queue holds the old requests and the new one, in key order",
+            lambda q, r, old: _in_key_order(q, old.items, [r]),
+        ),
+    ),
+    "pop_request": (
+        (
+            "RQ-PRI-2: pop returns a request no larger than any that remains",
+            lambda q, r, old: not q._index or request_key(r) < request_key(q._front()),
+        ),
+        _deep(
+            "RQ-PRI-2: pop takes the minimum and leaves the rest",
+            lambda q, r, old: old.items is None or _same_items(q, old.items[1:]),
+        ),
+    ),
+    "peek_request": (
+        ("RQ-ALL-5: peek is the minimum", lambda q, r, old: r is q._front()),
+        _deep(
+            "RQ-ALL-5: peek does not change the queue",
+            lambda q, r, old: _same_items(q, old.items),
+        ),
+    ),
+    "prepend_request": (
+        _deep(
+            "RQ-PRI-3: prepend_request is add_request: the request takes its key's place",
+            lambda q, r, old: _in_key_order(q, old.items, [r]),
+        ),
+    ),
+    "prepend_requests": (
+        (
+            "RQ-PRI-4: every request of the other queue is now queued here",
+            lambda q, rs, old: all(r in q for r in old.incoming),
+        ),
+        _deep(
+            "RQ-PRI-4: all of them in key order",
+            lambda q, rs, old: _in_key_order(q, old.items, old.incoming),
+        ),
+    ),
+    "remove_request": _FCFS_POST["remove_request"],
+    "remove_requests": _FCFS_POST["remove_requests"],
+}
+
+
 class PriorityRequestQueue(_IndexedQueue):
     """Smallest `(priority, arrival_time, request_id)` first: a binary heap.
 
@@ -544,31 +877,49 @@ class PriorityRequestQueue(_IndexedQueue):
     ['urgent', 'early', 'late']
     """
 
-    def __init__(self, requests: Iterable[Any] = ()) -> None:
+    # The structure first: the other clauses read it. Even peek may drop tombstones.
+    _post_clauses = {
+        method: _PRIORITY_STRUCTURE + clauses for method, clauses in _PRIORITY_POST.items()
+    }
+
+    @icontract.ensure(
+        lambda self: _first_failing(_PRIORITY_STRUCTURE, self, None, None) is None,
+        "RQ-IMPL-1, RQ-PRI-6: the index matches the live heap entries; the heap is ordered",
+        error=lambda self: _structure_violation(_PRIORITY_STRUCTURE, self),
+    )
+    def __init__(self, requests: Iterable[RequestLike] = ()) -> None:
         self._heap: list[_Entry] = []
         self._index = {}
         self._entries: dict[str, _Entry] = {}
         self._sequence = itertools.count()
         for request in requests:
-            self._require_new(request)
-            self._push(request)
+            self._push(request, self._fast_new_id(request))
 
-    def _push(self, request: Any) -> None:
-        entry: _Entry = [request_key(request), next(self._sequence), request]
+    def _push(self, request: RequestLike, request_id: str) -> None:
+        entry: _Entry = [
+            (request.priority, request.arrival_time, request_id),  # request_key, inlined
+            next(self._sequence),
+            request,
+        ]
         heapq.heappush(self._heap, entry)
-        self._index[request.request_id] = request
-        self._entries[request.request_id] = entry
+        self._index[request_id] = request
+        self._entries[request_id] = entry
 
     def _drop_tombstones(self) -> None:
         # Amortised O(log n): each tombstone is popped once.
         while self._heap and self._heap[0][2] is _REMOVED:
             heapq.heappop(self._heap)
 
-    def _head(self) -> Any:
-        self._drop_tombstones()
-        return self._heap[0][2]
+    def _front(self) -> RequestLike | None:
+        heap = self._heap
+        while heap:
+            request: RequestLike = heap[0][2]
+            if request is not _REMOVED:
+                return request
+            heapq.heappop(heap)
+        return None
 
-    def _forget(self, request: Any) -> None:
+    def _forget(self, request: RequestLike) -> None:
         self._entries.pop(request.request_id)[2] = _REMOVED
         del self._index[request.request_id]
 
@@ -578,36 +929,10 @@ class PriorityRequestQueue(_IndexedQueue):
             self._heap = [e for e in self._heap if e[2] is not _REMOVED]
             heapq.heapify(self._heap)
 
-    @icontract.snapshot(lambda self: _head_or_none(self), name="head")
-    @icontract.snapshot(lambda self: _contents(self), name="items")
-    @icontract.ensure(
-        lambda self, request, OLD: (
-            self._head() is request
-            if OLD.head is None or request_key(request) < request_key(OLD.head)
-            else self._head() is OLD.head
-        ),
-        "RQ-PRI-1: the minimum is now the smaller of the old minimum and the new request",
-    )
-    @icontract.ensure(
-        lambda self, request, OLD: (
-            OLD.items is None or list(self) == sorted(OLD.items + [request], key=request_key)
-        ),
-        "RQ-PRI-1: the queue holds the old requests and the new one, in key order",
-    )
-    def add_request(self, request: Any) -> None:
+    def add_request(self, request: RequestLike) -> None:
         """RQ-PRI-1: insert by key `(priority, arrival_time, request_id)`."""
-        self._require_new(request)
-        self._push(request)
+        self._push(request, self._fast_new_id(request))
 
-    @icontract.snapshot(lambda self: _contents(self), name="items")
-    @icontract.ensure(
-        lambda self, result: not self or request_key(result) < request_key(self._head()),
-        "RQ-PRI-2: pop returns a request no larger than any that remains",
-    )
-    @icontract.ensure(
-        lambda self, OLD: OLD.items is None or list(self) == OLD.items[1:],
-        "RQ-PRI-2: pop takes the minimum and leaves the rest",
-    )
     def pop_request(self) -> Any:
         """RQ-PRI-2: remove and return the minimum.
 
@@ -621,59 +946,30 @@ class PriorityRequestQueue(_IndexedQueue):
         del self._index[request.request_id]
         return request
 
-    @icontract.snapshot(lambda self: _contents(self), name="items")
-    @icontract.ensure(lambda self, result: result is self._head(), "RQ-ALL-5: peek is the minimum")
-    @icontract.ensure(
-        lambda self, OLD: OLD.items is None or list(self) == OLD.items,
-        "RQ-ALL-5: peek does not change the queue",
-    )
     def peek_request(self) -> Any:
         """RQ-ALL-5: the minimum, left in place.
 
         :raises IndexError: the queue is empty (RQ-ALL-5)
         """
-        if not self._index:
-            raise IndexError("RQ-ALL-5: peek from an empty queue")
-        return self._head()
+        heap = self._heap
+        while heap:  # `_front`, inlined: peek is the scheduler's most frequent call
+            request = heap[0][2]
+            if request is not _REMOVED:
+                return request
+            heapq.heappop(heap)
+        raise IndexError("RQ-ALL-5: peek from an empty queue")
 
-    @icontract.snapshot(lambda self: _contents(self), name="items")
-    @icontract.ensure(
-        lambda self, request, OLD: (
-            OLD.items is None or list(self) == sorted(OLD.items + [request], key=request_key)
-        ),
-        "RQ-PRI-3: prepend_request is add_request: the request takes its key's place",
-    )
-    def prepend_request(self, request: Any) -> None:
+    def prepend_request(self, request: RequestLike) -> None:
         """RQ-PRI-3: a heap has no front, so prepending is adding."""
-        self._require_new(request)
-        self._push(request)
+        self._push(request, self._fast_new_id(request))
 
-    @icontract.snapshot(lambda requests: list(requests), name="incoming")
-    @icontract.snapshot(lambda self: _contents(self), name="items")
-    @icontract.ensure(
-        lambda self, OLD: all(r in self for r in OLD.incoming),
-        "RQ-PRI-4: every request of the other queue is now queued here",
-    )
-    @icontract.ensure(
-        lambda self, OLD: (
-            OLD.items is None or list(self) == sorted(OLD.items + OLD.incoming, key=request_key)
-        ),
-        "RQ-PRI-4: all of them in key order",
-    )
     def prepend_requests(self, requests: RequestQueue) -> None:
         """RQ-PRI-4: add each request of `requests`; their order there does not matter."""
-        for request in self._incoming(requests):
-            self._push(request)
+        incoming, ids = self._incoming(requests)
+        for request, request_id in zip(incoming, ids, strict=True):
+            self._push(request, request_id)
 
-    @icontract.snapshot(lambda self: _contents(self), name="items")
-    @icontract.ensure(lambda self, request: request not in self, "RQ-ALL-6: the request is gone")
-    @icontract.ensure(
-        lambda self, request, OLD: (
-            OLD.items is None or list(self) == [r for r in OLD.items if r is not request]
-        ),
-        "RQ-ALL-6: the other requests keep their order",
-    )
-    def remove_request(self, request: Any) -> None:
+    def remove_request(self, request: RequestLike) -> None:
         """RQ-ALL-6: remove one queued request, in O(1) amortised (a tombstone).
 
         :raises ValueError: the request is not in the queue (RQ-ALL-6)
@@ -682,20 +978,7 @@ class PriorityRequestQueue(_IndexedQueue):
         self._forget(request)
         self._compact()
 
-    @icontract.snapshot(lambda self: _contents(self), name="items")
-    @icontract.snapshot(
-        lambda requests: list(requests) if isinstance(requests, Collection) else None,
-        name="named",
-    )
-    @icontract.ensure(
-        lambda self, OLD: (
-            OLD.items is None
-            or OLD.named is None
-            or list(self) == [r for r in OLD.items if all(r is not x for x in OLD.named)]
-        ),
-        "RQ-ALL-7: the remaining requests keep their order",
-    )
-    def remove_requests(self, requests: Iterable[Any]) -> None:
+    def remove_requests(self, requests: Iterable[RequestLike]) -> None:
         """RQ-ALL-7: remove every named request that is queued; ignore the rest."""
         for request in self._present(requests):
             self._forget(request)

@@ -68,8 +68,10 @@ PROTOCOLS: tuple[str, ...] = (CHECK_THEN_WRITE, WRITE_THEN_CHECK)
 class Step:
     """One step of one server, in a form a person (and `replay`) can read.
 
-    `action` is one of start, read, reject, admit, keep, rollback, finish, crash, reap.
-    `arg` is the weight n for start, the slot read for read and reject, else 0.
+    `action` is one of start, read, reject, admit, decline, keep, rollback, finish, crash,
+    reap. `arg` is the weight n for start (and, in the compact encoding, where the weight
+    is chosen at the decision, for admit and decline), the slot read for read and reject,
+    else 0.
     `check` tells apart the overlapping checks of one server (async-gap variant only): its
     position among that server's checks, which the search keeps sorted.
     """
@@ -84,7 +86,7 @@ class Step:
 
     def to_json(self) -> dict[str, int | str]:
         out: dict[str, int | str] = {"action": self.action, "server": self.server}
-        if self.action == "start":
+        if self.action == "start" or (self.action in ("admit", "decline") and self.arg):
             out["n"] = self.arg
         elif self.action in ("read", "reject"):
             out["slot"] = self.arg
@@ -104,7 +106,9 @@ class Step:
             "start": f"starts a check of n={self.arg}",
             "read": f"reads slot {self.arg}",
             "reject": f"reads slot {self.arg}: the view no longer fits, rejected",
-            "admit": "admits and writes its slot",
+            "admit": "admits and writes its slot"
+            + (f" (the request's weight n={self.arg} is chosen here)" if self.arg else ""),
+            "decline": f"rejects: a request of weight n={self.arg} does not fit the view",
             "keep": "keeps its reservation (admitted)",
             "rollback": "writes its reservation back (rejected)",
             "finish": "finishes one request",
@@ -215,6 +219,162 @@ class CheckThenWrite(Model):
                     if admitted + n <= self.cap:
                         best = max(best, self.cap - admitted)
         return best
+
+
+class CompactCheckThenWrite(Model):
+    """OB-MODEL-1: check-then-write in a smaller encoding with the same reachable slots.
+
+    A request's weight only matters at the decision, so it is chosen there, not at
+    `start`: a check in progress is (k, v) -- the next slot and the view so far -- and a
+    check that has read every slot keeps only `room`, the largest weight that still fits
+    (views saturate: every view that admits the same weights is one state). The steps:
+
+    * `start` a check (when some weight can pass at all, i.e. min(W, M) >= 1);
+    * `read` slot k: `accumulate`; the check stops at once (`reject`) when not even a
+      request of weight 1 fits -- `admits_check_then_write(view, 1, M)` -- as views only
+      grow (the reference encoding stops at the first read over its own n);
+    * once every slot is read: `admit` a request of any weight n <= room (write the own
+      slot), or `decline` one that does not fit (n = room + 1 <= min(W, M));
+    * `finish` one request, as in `CheckThenWrite`.
+
+    Every run of `CheckThenWrite` is a run here with the same slot values at every step
+    (choose at the decision the n chosen at start; an early reject of the reference is a
+    few more reads then a decline), and the other way round, so the reachable slot
+    vectors and the worst total are the same; at W = 1 the two transition systems are
+    the same up to renaming, state for state. `tests/test_ob_explorer.py` checks all of
+    it on every small instance.
+
+    The moves are tables computed once from the protocol's step functions
+    (`accumulate`, `admits_check_then_write`) for every (reader code, slot value), so the
+    search never decides anything the step functions did not. `search_packed` explores
+    with each state packed into one integer.
+    """
+
+    def __init__(self, servers: int, cap: int, weight: int) -> None:
+        self.servers, self.cap, self.weight = servers, cap, weight
+        self.most = min(weight, cap)  # OB-TABLE-1: heavier requests never pass
+        # A slot never holds more than the worst total (OB-BOUND-1); `search_packed`
+        # raises if one would, so the packing cannot wrap silently.
+        self.max_slot = overshoot_bound(servers, cap, weight)
+        N, M = servers, cap
+        # Reader codes: 0 idle; 1 + k*M + v reading slot k with view v < M; then
+        # `done_base + room - 1` for a check that has read every slot.
+        self.done_base = 1 + N * M
+        self.codes = self.done_base + self.most
+        self.slot_of = [0] * self.codes  # the slot a reading code reads next
+        self.after_read: list[list[int]] = [[] for _ in range(self.codes)]
+        for k in range(N):
+            for v in range(M):
+                code = 1 + k * M + v
+                self.slot_of[code] = k
+                self.after_read[code] = [
+                    self._next_code(k, accumulate(v, x)) for x in range(self.max_slot + 1)
+                ]
+
+    def _next_code(self, k: int, view: int) -> int:
+        if not admits_check_then_write(view, 1, self.cap):
+            return 0  # rejected: no weight fits any more
+        if k + 1 < self.servers:
+            return 1 + (k + 1) * self.cap + view
+        room = max(n for n in range(1, self.most + 1) if admits_check_then_write(view, n, self.cap))
+        return self.done_base + room - 1
+
+    def room(self, code: int) -> int:
+        return code - self.done_base + 1
+
+    def initial(self) -> State:
+        return (0,) * (2 * self.servers)
+
+    def successors(self, state: State) -> list[tuple[RawStep, State]]:
+        N = self.servers
+        out: list[tuple[RawStep, State]] = []
+        for p in range(N):
+            code = state[N + p]
+            if code == 0:
+                if self.most:
+                    out.append((("start", p, 0, 0), _set(state, N + p, 1)))
+            elif code < self.done_base:
+                k = self.slot_of[code]
+                new = self.after_read[code][min(state[k], self.max_slot)]
+                out.append(((("read" if new else "reject"), p, k, 0), _set(state, N + p, new)))
+            else:
+                room = self.room(code)
+                for n in range(1, room + 1):
+                    out.append((("admit", p, n, 0), _set2(state, p, state[p] + n, N + p, 0)))
+                if room < self.most:
+                    out.append((("decline", p, room + 1, 0), _set(state, N + p, 0)))
+            if state[p] > 0:
+                out.append((("finish", p, 0, 0), _set(state, p, state[p] - 1)))
+        return out
+
+    def search_packed(self, max_states: int | None = None) -> tuple[int, int, State]:
+        """Breadth-first search over packed states: (states, worst total, a worst state).
+
+        A state is one int: slot p in bits [p*B, (p+1)*B), reader code p above them in
+        C bits each. The moves are the same tables `successors` uses.
+        """
+        N, most, done_base = self.servers, self.most, self.done_base
+        B = max(1, self.max_slot.bit_length())
+        C = max(1, (self.codes - 1).bit_length())
+        slot_shift = [p * B for p in range(N)]
+        code_shift = [N * B + p * C for p in range(N)]
+        slot_mask, code_mask = (1 << B) - 1, (1 << C) - 1
+        after_read, slot_of = self.after_read, self.slot_of
+        servers = range(N)
+        seen = {0}
+        frontier = [0]
+        best_total, best_state = 0, 0
+        while frontier:
+            nxt: list[int] = []
+            push = nxt.append
+            for s in frontier:
+                total = -1
+                for p in servers:
+                    cs = code_shift[p]
+                    code = (s >> cs) & code_mask
+                    ss = slot_shift[p]
+                    own = (s >> ss) & slot_mask
+                    if code == 0:
+                        if most:
+                            t = s | (1 << cs)
+                            if t not in seen:
+                                seen.add(t)
+                                push(t)
+                    elif code < done_base:
+                        new = after_read[code][(s >> slot_shift[slot_of[code]]) & slot_mask]
+                        t = s + ((new - code) << cs)
+                        if t not in seen:
+                            seen.add(t)
+                            push(t)
+                    else:
+                        room = code - done_base + 1
+                        if own + room > self.max_slot:
+                            raise AssertionError("a slot would exceed the overshoot bound")
+                        idle = s - (code << cs)
+                        if total < 0:
+                            total = sum((s >> q) & slot_mask for q in slot_shift)
+                        for n in range(1, room + 1):
+                            t = idle + (n << ss)
+                            if t not in seen:
+                                seen.add(t)
+                                push(t)
+                                if total + n > best_total:
+                                    best_total, best_state = total + n, t
+                        if room < most and idle not in seen:
+                            seen.add(idle)
+                            push(idle)
+                    if own:
+                        t = s - (1 << ss)
+                        if t not in seen:
+                            seen.add(t)
+                            push(t)
+            if max_states is not None and len(seen) > max_states:
+                raise StateLimitExceeded(f"more than {max_states} states")
+            frontier = nxt
+        unpacked = tuple((best_state >> shift) & slot_mask for shift in slot_shift) + tuple(
+            (best_state >> shift) & code_mask for shift in code_shift
+        )
+        return len(seen), best_total, unpacked
 
 
 class WriteThenCheck(Model):
@@ -571,10 +731,23 @@ def replay(model: Model, steps: Sequence[Step]) -> list[State]:
     return states
 
 
-def make_model(protocol: str, servers: int, cap: int, weight: int) -> Model:
+#: The encodings of check-then-write: the reference (weight chosen at `start`) and the
+#: compact one (weight chosen at the decision, saturated views, packed search).
+ENCODINGS: tuple[str, ...] = ("reference", "compact")
+
+
+def make_model(
+    protocol: str, servers: int, cap: int, weight: int, *, encoding: str = "reference"
+) -> Model:
     """The model of `protocol` ("check-then-write" or "write-then-check")."""
+    if encoding not in ENCODINGS:
+        raise ValueError(f"unknown encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")
     if protocol == CHECK_THEN_WRITE:
+        if encoding == "compact":
+            return CompactCheckThenWrite(servers, cap, weight)
         return CheckThenWrite(servers, cap, weight)
+    if encoding == "compact":
+        raise ValueError("the compact encoding is of check-then-write only")
     if protocol == WRITE_THEN_CHECK:
         return WriteThenCheck(servers, cap, weight)
     raise ValueError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
@@ -589,6 +762,7 @@ def explore(
     witness: bool = False,
     spurious: bool = True,
     max_states: int | None = None,
+    encoding: str = "reference",
 ) -> Exploration:
     """OB-TABLE-1: the exact worst case of `protocol` at (N, M, W), by exhaustive search,
     and (with `witness=True`) a shortest interleaving that reaches it (OB-BOUND-2).
@@ -598,12 +772,30 @@ def explore(
     admitted count, `bound` is M (OB-WTC-1, reached: OB-WTC-2); `extra` adds
     `worst_slot_total` (reservations included) and, unless `spurious=False`,
     `spurious_rejection` (OB-WTC-3).
+
+    `encoding="compact"` (check-then-write only) explores `CompactCheckThenWrite`: the
+    same worst total in far fewer states, packed into integers when no witness is asked.
     """
     if servers < 1 or cap < 0 or weight < 1:
         raise ValueError("need servers >= 1, cap >= 0, weight >= 1")
     began = time.perf_counter()
-    model = make_model(protocol, servers, cap, weight)
+    model = make_model(protocol, servers, cap, weight, encoding=encoding)
     extra: dict[str, object] = {}
+    if isinstance(model, CompactCheckThenWrite) and not witness:
+        states, worst, _ = model.search_packed(max_states)
+        return Exploration(
+            protocol=protocol,
+            servers=servers,
+            cap=cap,
+            weight=weight,
+            worst_total=worst,
+            bound=overshoot_bound(servers, cap, weight),
+            states=states,
+            seconds=time.perf_counter() - began,
+            extra={"encoding": encoding},
+        )
+    if encoding != "reference":
+        extra["encoding"] = encoding
     if protocol == WRITE_THEN_CHECK:
         slot_total: Callable[[State], int] = lambda s: sum(s[:servers])
         found = search(model, parents=witness, also=[slot_total], max_states=max_states)
