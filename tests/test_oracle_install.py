@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from test_oracle_plugin import clean_environment
+from test_readme import pytest_block
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTALL = "pip install 'queueref[oracle]'"
@@ -105,77 +106,15 @@ def test_the_python_api_and_the_command_say_how_to_install(tmp_path: Path) -> No
     ]
 
 
-FRESH_PROJECT_TESTS = """
-from collections import deque
-
-from queueref import RequestQueue
-
-
-class MyQueue(RequestQueue):
-    def __init__(self):
-        self._items = deque()
-
-    def add_request(self, request):
-        self._items.append(request)
-
-    def pop_request(self):
-        return self._items.popleft()
-
-    def peek_request(self):
-        if not self._items:
-            raise IndexError("peek from an empty queue")
-        return self._items[0]
-
-    def prepend_request(self, request):
-        self._items.appendleft(request)
-
-    def prepend_requests(self, requests):
-        self._items.extendleft(requests)
-
-    def remove_request(self, request):
-        self._items.remove(request)
-
-    def remove_requests(self, requests):
-        gone = set(requests)
-        self._items = deque(r for r in self._items if r not in gone)
-
-    def __bool__(self):
-        return bool(self._items)
-
-    def __len__(self):
-        return len(self._items)
-
-    def __iter__(self):
-        return iter(list(self._items))
-
-
-class TwoBugs(MyQueue):
-    def prepend_requests(self, requests):  # bug 1: no reversal
-        self._items = deque([*requests, *self._items])
-
-    def remove_requests(self, requests):  # bug 2: raises on an absent request
-        for request in requests:
-            self._items.remove(request)
-
-
-def test_my_queue(queueref_conformance):
-    queueref_conformance(MyQueue, "fcfs")
-
-
-def test_two_bugs(queueref_conformance):
-    queueref_conformance(TwoBugs, "fcfs")
-"""
-
-
 @pytest.mark.multiprocess
 @pytest.mark.slow
 def test_a_fresh_virtual_environment_installs_and_runs_the_oracle(tmp_path: Path) -> None:
     """ORC-INST-1, ORC-PLUG-1, ORC-MANY-1, ORC-CLAUSE-1: the issue's "done when", for real.
 
     `python -m venv`, then `pip install '<this checkout>[oracle]' pytest` from
-    the package index (Hypothesis comes with the extra); a correct queue
-    passes the fixture, a queue with two bugs fails with both listed, each
-    with its clause.
+    the package index (Hypothesis comes with the extra); the README's fixture
+    example passes for the correct queue and fails for the queue with two
+    bugs, with both listed, each with its clause.
     """
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
@@ -191,9 +130,9 @@ def test_a_fresh_virtual_environment_installs_and_runs_the_oracle(tmp_path: Path
     assert installed.returncode == 0, installed.stdout + installed.stderr
     project = tmp_path / "project"
     project.mkdir()
-    (project / "test_myqueues.py").write_text(FRESH_PROJECT_TESTS, encoding="utf-8")
+    (project / "test_my_queues.py").write_text(pytest_block("MyBuggyQueue"), encoding="utf-8")
     done = subprocess.run(
-        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_myqueues.py"],
+        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_my_queues.py"],
         capture_output=True,
         text=True,
         timeout=900,
@@ -202,8 +141,8 @@ def test_a_fresh_virtual_environment_installs_and_runs_the_oracle(tmp_path: Path
     )
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
-    assert "1 failed, 1 passed" in output
-    assert "FAILED test_myqueues.py::test_two_bugs" in output
+    assert "1 failed, 2 passed" in output
+    assert "FAILED test_my_queues.py::test_my_buggy_queue_is_fcfs" in output
     assert "RQ-FCFS-4: prepend_requests puts the other queue's requests in front" in output
     assert "RQ-ALL-7: remove_requests removes the queued requests named" in output
     assert "Found by Hypothesis " in output

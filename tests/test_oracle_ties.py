@@ -152,7 +152,7 @@ def test_ties_any_still_checks_everything_else() -> None:
             LaterArrivalFirstHeap, "priority", request_factory=untied, ties="any", max_failures=1
         )
     assert "pass ties='any'" not in str(caught.value)
-    assert caught.value.reports[0].clause.startswith("RQ-PRI-")
+    assert caught.value.reports[0].clause in ("RQ-PRI-1", "RQ-PRI-2", "RQ-PRI-3", "RQ-PRI-4")
     assert run_program(caught.value.program) is not None
     with pytest.raises(ConformanceError):
         check_request_queue(PopFromBack, "fcfs", ties="any", max_failures=1)

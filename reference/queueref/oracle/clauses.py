@@ -1,8 +1,8 @@
 """The requirement each comparison of the queue machine checks (ORC-CLAUSE-1).
 
 Every failure of `QueueMachine` names one clause: an `RQ-` requirement of
-specs/request-queue.md when the subject is compared with a reference queue, an
-`ORC-LAW-` law of specs/oracle.md when only the laws are checked, `ORC-MACH-1`
+specs/request-queue.md when the subject is compared with a reference queue, one
+of ORC-LAW-1 to ORC-LAW-6 (specs/oracle.md) when only the laws are checked, `ORC-MACH-1`
 when a factory given to the checker fails. `STATEMENTS` says each in one line,
 as the failure prints it beside the program. No Hypothesis here.
 """

@@ -73,7 +73,7 @@ class Budget:
         max_failures: int,
         ties: str,
     ) -> Budget:
-        """The budget, or ValueError naming the option that is out of range."""
+        """ORC-SIZE-3: the budget, or ValueError naming the option that is out of range."""
         for name, value in (
             ("max_examples", max_examples),
             ("max_calls", max_calls),
