@@ -511,6 +511,29 @@ def test_distinct_failures_become_one_error_listing_them() -> None:
         assert run_program(program) is not None
 
 
+class TwoIndependentBugs(NoReversal, RemoveRequestsRaises):
+    """prepend_requests without the reversal, and remove_requests raising on an absent one."""
+
+
+def test_two_independent_bugs_are_both_listed_with_their_clauses() -> None:
+    """ORC-MANY-1, ORC-CLAUSE-1: the rounds find the second bug after the first."""
+    with pytest.raises(ConformanceError) as caught:
+        check_request_queue(TwoIndependentBugs, "fcfs")
+    keys = {(report.operation, report.clause) for report in caught.value.reports}
+    assert {("prepend_requests", "RQ-FCFS-4"), ("remove_requests", "RQ-ALL-7")} <= keys
+    assert "there may be more" not in str(caught.value)
+    for program in caught.value.failures:
+        assert run_program(program) is not None
+
+
+def test_max_failures_stops_the_search_and_says_so() -> None:
+    """ORC-MANY-1: with max_failures=1 one failure is listed, and the message says why."""
+    with pytest.raises(ConformanceError) as caught:
+        check_request_queue(TwoIndependentBugs, "fcfs", max_failures=1)
+    assert len(caught.value.failures) == len(caught.value.reports) == 1
+    assert "The search stopped at max_failures=1; there may be more." in str(caught.value)
+
+
 def test_an_exception_group_is_flattened_into_one_error() -> None:
     """ORC-CRQ-5: nested groups and foreign exceptions are all listed, in order."""
     one = ConformanceFailure(

@@ -191,23 +191,19 @@ def conformance_error(
         else [leaf for exc in found for leaf in _leaves(exc)]
     )
     parts = [title]
-    flaky = any(isinstance(leaf, Flaky) for leaf in leaves)
-    if flaky:
+    if any(isinstance(leaf, Flaky) for leaf in leaves):
         parts.append(
-            "The failure did not reproduce when replayed: the queue behaves "
+            "A failure did not reproduce when replayed: the queue behaves "
             "nondeterministically (it depends on something besides the calls made)."
         )
-        if first_seen is not None:
-            leaves = [leaf for leaf in leaves if isinstance(leaf, ConformanceFailure)]
-            parts.append("The failure as first seen (not shrunk):")
-            parts.append(f"{first_seen.summary}\n{describe(first_seen.clause)}")
-            parts.append(_indent(first_seen.program))
-            leaves.append(first_seen)
-            return _error(parts, leaves, budget)
+        if first_seen is not None:  # show it as first seen instead of Hypothesis's report
+            leaves = [leaf for leaf in leaves if not isinstance(leaf, Flaky)] + [first_seen]
     if len(leaves) > 1:
         parts.append(f"{len(leaves)} distinct failures (by operation and clause):")
     for number, leaf in enumerate(leaves, start=1):
         paragraphs = _describe_failure(leaf)
+        if leaf is first_seen:
+            paragraphs[-2] = "The failure as first seen (not shrunk):"
         if len(leaves) > 1:
             paragraphs[0] = f"--- failure {number} of {len(leaves)}: {paragraphs[0]}"
         parts.extend(paragraphs)
