@@ -48,6 +48,7 @@ def _batch(text: str) -> tuple[int, int]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # The defaults are the checkers' (conformance.py), written out: importing it needs Hypothesis.
     parser.add_argument(
         "target",
         metavar="MODULE:QUEUE",
