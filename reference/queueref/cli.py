@@ -11,6 +11,7 @@ from collections.abc import Sequence
 COMMANDS: dict[str, str] = {
     "bound-table": "bound_table",
     "check-trace": "check_trace",
+    "check-queue": "check_queue",
     "vectors": "vectors",
     "serve": "serve",
     "load": "load",

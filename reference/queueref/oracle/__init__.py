@@ -16,9 +16,10 @@ not import Hypothesis; the queue checks import it when first used (ORC-PLUG-2).
 from __future__ import annotations
 
 import importlib
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from queueref.oracle.errors import ConformanceError, TraceFormatError
+from queueref.oracle.errors import ConformanceError, HypothesisMissing, TraceFormatError
 
 if TYPE_CHECKING:
     from queueref.oracle.conformance import check_queue_laws, check_request_queue
@@ -33,6 +34,7 @@ _LAZY = {
 
 __all__ = [
     "ConformanceError",
+    "HypothesisMissing",
     "TraceFormatError",
     "TraceReport",
     "check_admission_trace",
@@ -46,4 +48,21 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'queueref.oracle' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    return getattr(import_checkers(module), name)
+
+
+def version() -> str:
+    """The installed Hypothesis version, on which the verdict depends (ORC-CRQ-4)."""
+    import hypothesis
+
+    return str(hypothesis.__version__)
+
+
+def import_checkers(module: str = "queueref.oracle.conformance") -> ModuleType:
+    """ORC-INST-1: import a checker module; without Hypothesis, say how to install it."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] != "hypothesis":
+            raise
+        raise HypothesisMissing() from None
