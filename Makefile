@@ -8,7 +8,7 @@ HYPOTHESIS_PROFILE ?= $(if $(CI),ci,dev)
 export HYPOTHESIS_PROFILE
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup test lint types crosshair-queues proofs bound-table trace vectors bench verify clean
+.PHONY: setup test soak lint types crosshair-queues proofs bound-table trace vectors bench verify clean
 
 $(STAMP): pyproject.toml
 	mkdir -p build
@@ -23,7 +23,11 @@ setup: $(STAMP)
 # processes and servers one at a time, so they never compete for the cores (or ports).
 test: setup
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not multiprocess and not e2e"
-	$(BIN)/python -m pytest -q -m "multiprocess or e2e" tests
+	$(BIN)/python -m pytest -q -m "(multiprocess or e2e) and not slow" tests
+
+# The soak run of serve (E2E-SOAK-1): about 90 s, 2,000 connections; not part of `make test`.
+soak: setup
+	$(BIN)/python -m pytest -q -m slow tests/test_soak.py
 
 lint: setup
 	$(BIN)/ruff check reference tests proofs tools

@@ -9,22 +9,20 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import IO
 
 import pytest
+from processes import pids_alive, read_line_within
 
-from queueref.events import read_jsonl
 from queueref.experiment import ModeResult, format_table, plot, run_experiment
-from queueref.http_server import HttpServers, pids_alive, port_is_free
+from queueref.http_group import HttpServers, port_is_free
 from queueref.loadgen import run_builtin
-from queueref.oracle.trace_check import check_admission_trace
+from queueref.oracle.trace_check import check_admission_trace, read_trace_folder
 
 # `make test` runs these after the others, serially (they start real processes).
 pytestmark = [pytest.mark.e2e, pytest.mark.multiprocess]
@@ -112,15 +110,6 @@ def test_table_and_plot(results: dict[str, ModeResult], tmp_path: Path) -> None:
     assert target.stat().st_size > 0
 
 
-def read_line_within(stream: IO[str], seconds: float) -> str:
-    """One line from a child's stdout, or a failure after `seconds` (never a hung suite)."""
-    with selectors.DefaultSelector() as selector:
-        selector.register(stream, selectors.EVENT_READ)
-        if not selector.select(timeout=seconds):
-            raise AssertionError(f"nothing printed within {seconds} s")
-    return stream.readline()
-
-
 def _get(url: str) -> tuple[int, str]:
     with urllib.request.urlopen(url, timeout=5) as response:
         return response.status, response.read().decode()
@@ -128,7 +117,7 @@ def _get(url: str) -> tuple[int, str]:
 
 def test_serve_command_metrics_trace_and_sigterm(tmp_path: Path) -> None:
     """E2E-SRV-1, E2E-SRV-3, E2E-SRV-4, E2E-TRACE-1: the real command, stopped by SIGTERM."""
-    trace = tmp_path / "trace.jsonl"
+    trace = tmp_path / "trace"
     command = [
         sys.executable,
         "-m",
@@ -166,6 +155,9 @@ def test_serve_command_metrics_trace_and_sigterm(tmp_path: Path) -> None:
         assert 'vllm:num_requests_running{server="' in text
         assert "queueref:global_num_requests_running" in text
         assert 'queueref:max_num_queued_reqs{mode="shared"} 3' in text
+        # E2E-TRACE-1: the records are on disk while serve runs, one file per server.
+        during = read_trace_folder(trace, 2)
+        assert sum(1 for e in during.events if e.event == "admit") == load.ok
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=20)
     finally:
@@ -176,7 +168,7 @@ def test_serve_command_metrics_trace_and_sigterm(tmp_path: Path) -> None:
     assert "slots [0, 0]" in out and f"port {port} free" in out
     assert pids_alive(pids) == []
     assert port_is_free(HOST, port)
-    events = read_jsonl(trace)
+    events = read_trace_folder(trace, 2).events
     report = check_admission_trace(str(trace), 2, 3, 1, mode="shared")
     assert report.ok, report.summary()
     assert report.still_in_flight == 0
@@ -202,7 +194,7 @@ def test_serve_command_metrics_trace_and_sigterm(tmp_path: Path) -> None:
 
 def test_crashed_server_is_reported_and_its_slot_reclaimed() -> None:
     """E2E-SRV-4: a server killed while holding requests is reported; its slot goes back to 0."""
-    servers = HttpServers(2, 10, "shared", port=0, service_time_ms=2000.0)
+    servers = HttpServers(2, 10, "shared", port=0, service_time_ms=2000.0, restart=False)
     with servers:
         import asyncio
 

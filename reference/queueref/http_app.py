@@ -70,7 +70,7 @@ class CompletionApp:
         mode: str = "shared",
         seed: int | None = None,
         id_prefix: str | None = None,
-        restarts: Callable[[], dict[str, int]] | None = None,
+        restarts: Callable[[], list[dict[str, int]]] | None = None,
     ) -> None:
         self._api = api
         self._service = service_time_ms / 1000.0
@@ -128,14 +128,17 @@ class CompletionApp:
             f"{self.bad_requests}",
         ]
         if self._restarts is not None:
+            # E2E-SRV-7: the parent's restarts of every slot (a shared array, so any server tells).
             lines += [
-                "# HELP queueref:server_restarts_total Restarts of this server slot by the parent.",
+                "# HELP queueref:server_restarts_total Restarts of a server slot by the parent.",
                 "# TYPE queueref:server_restarts_total counter",
             ]
-            for reason, count in sorted(self._restarts().items()):
-                lines.append(
-                    f'queueref:server_restarts_total{{server="{index}",reason="{reason}"}} {count}'
-                )
+            for slot, counts in enumerate(self._restarts()):
+                for reason, count in sorted(counts.items()):
+                    lines.append(
+                        f'queueref:server_restarts_total{{server="{slot}",reason="{reason}"}} '
+                        f"{count}"
+                    )
         return "\n".join(lines) + "\n"
 
     async def _answer(

@@ -191,9 +191,11 @@ def _build(spec: ServerSpec, http: HttpConfig, record: Any) -> CompletionApp:
     restarts = http.restarts
     width = len(RESTART_REASONS)
 
-    def restart_counts() -> dict[str, int]:
-        base = spec.index * width
-        return {reason: int(restarts[base + k]) for k, reason in enumerate(RESTART_REASONS)}
+    def restart_counts() -> list[dict[str, int]]:
+        return [
+            {reason: int(restarts[slot * width + k]) for k, reason in enumerate(RESTART_REASONS)}
+            for slot in range(spec.num_servers)
+        ]
 
     common: dict[str, Any] = {
         "service_time_ms": http.service_time_ms,
@@ -342,7 +344,7 @@ class HttpServers:
         jitter: float = 0.2,
         trace_dir: str | Path | None = None,
         startup_timeout: float = 30.0,
-        worker_timeout: float = 5.0,
+        worker_timeout: float = 10.0,
         restart: bool = True,
         max_restarts: int = 10,
     ) -> None:
@@ -381,6 +383,7 @@ class HttpServers:
         self._hung: set[int] = set()  # pids killed for silence
         self._closed = False
         self._http: HttpConfig | None = None
+        self.started_pids: list[int] = []  # every server process ever started, restarts too
         self.result = ServeResult(port)
 
     @property
@@ -434,6 +437,7 @@ class HttpServers:
         )
         self._group = group
         group.start()
+        self.started_pids.extend(self.pids())
         deadline = time.monotonic() + self.startup_timeout
         for _ in range(self.num_servers):
             while not ready.acquire(timeout=0.1):
@@ -483,7 +487,10 @@ class HttpServers:
         return sum(held.values())
 
     def poll(self) -> list[str]:
-        """Supervise: kill the silent, reclaim and restart the dead; one line each (E2E-SRV-7)."""
+        """Supervise: kill the silent, reclaim and restart the dead; one line each (E2E-SRV-7).
+
+        Keeps nothing per request, so a long run does not grow the parent (E2E-SOAK-1).
+        """
         group = self.group
         for index, process in enumerate(group.processes):
             if process.exitcode is None and self.heartbeat_age(index) > self.worker_timeout:
@@ -497,19 +504,19 @@ class HttpServers:
         self.result.resets.extend(resets.values())
         lines: list[str] = []
         for index, process in enumerate(group.processes):
-            pid = process.pid
-            if process.exitcode is None or pid in self._handled:
+            pid, exitcode = process.pid, process.exitcode
+            if exitcode is None or pid in self._handled:
                 continue
             self._handled.add(pid if pid is not None else -1)
             reason = "hung" if pid in self._hung else "crashed"
             reset = resets.get(index)
             stale = reset.stale_count if reset is not None else 0
             reclaimed = self._reclaim_records(index, t_before, t_after)
-            self.result.crashed.append((index, process.exitcode))
+            self.result.crashed.append((index, exitcode))
             what = (
                 f"did not beat for {self.worker_timeout:g} s and was killed"
                 if reason == "hung"
-                else f"exited with code {process.exitcode}"
+                else f"exited with code {exitcode}"
             )
             line = (
                 f"server {index} (pid {pid}) {what}; its slot was reclaimed (stale count {stale})"
@@ -523,10 +530,12 @@ class HttpServers:
                     index * len(RESTART_REASONS) + RESTART_REASONS.index(reason)
                 ] += 1
                 new_pid = group.restart(index).pid
+                if new_pid is not None:
+                    self.started_pids.append(new_pid)
                 line += f"; restarted as pid {new_pid}"
             elif self.restart:
                 line += f"; not restarted: {self.max_restarts} restarts already"
-            restart = Restart(index, reason, pid, process.exitcode, stale, reclaimed, new_pid)
+            restart = Restart(index, reason, pid, exitcode, stale, reclaimed, new_pid)
             self.result.restarts.append(restart)
             self._log(
                 {
@@ -535,7 +544,7 @@ class HttpServers:
                     "event": "restart" if new_pid is not None else "down",
                     "reason": reason,
                     "pid": pid,
-                    "exitcode": process.exitcode,
+                    "exitcode": exitcode,
                     "stale_count": stale,
                     "reclaimed": reclaimed,
                     "new_pid": new_pid,

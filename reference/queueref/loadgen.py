@@ -180,11 +180,14 @@ async def run_builtin(
     duration: float,
     *,
     connect_timeout: float = 3.0,
+    request_timeout: float = 30.0,
     progress: Progress | None = None,
     body: bytes = REQUEST_BODY,
 ) -> LoadReport:
     """The built-in closed-loop client: `concurrency` keep-alive connections (E2E-LOAD-1).
 
+    A request not answered within `request_timeout` seconds counts as an
+    error and its connection is dropped (a hung server cannot hang the load).
     `progress(report, elapsed)` is called about once a second (E2E-LOAD-2).
     """
     host, port, path = parse_url(url)
@@ -214,16 +217,24 @@ async def run_builtin(
                 report.sent += 1
                 try:
                     writer.write(request)
-                    await writer.drain()
-                    status, body, keep_alive = await _read_response(reader)
-                except (OSError, ConnectionError, ValueError, asyncio.IncompleteReadError):
+                    await asyncio.wait_for(writer.drain(), request_timeout)
+                    status, answer, keep_alive = await asyncio.wait_for(
+                        _read_response(reader), request_timeout
+                    )
+                except (
+                    OSError,
+                    ConnectionError,
+                    ValueError,
+                    asyncio.IncompleteReadError,
+                    TimeoutError,
+                ):
                     report.errors += 1
                     writer.close()
                     writer = None
                     continue
                 report.latencies.append(time.monotonic() - sent_at)
                 report.status[status] = report.status.get(status, 0) + 1
-                if status == 503 and not is_busy_body(body):
+                if status == 503 and not is_busy_body(answer):
                     report.bad_busy_bodies += 1
                 if not keep_alive:
                     writer.close()

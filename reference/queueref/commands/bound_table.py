@@ -106,7 +106,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def clamp_weights(weights: range, caps: range) -> range:
-    """Weights above the largest cap admit nothing more than W = M does: clamp them."""
+    """Weights above the largest cap admit nothing more than W = M does: clamp them (E2E-CLI-3)."""
     top = max(caps.stop - 1, 1)
     if weights.stop - 1 <= top:
         return weights
@@ -120,7 +120,7 @@ def clamp_weights(weights: range, caps: range) -> range:
 
 
 def check_size(servers: range, caps: range, weights: range) -> None:
-    """Refuse a table too large to search (rows, or states estimated in log space)."""
+    """Refuse a table too large to search: rows, or states estimated in log space (E2E-CLI-3)."""
     rows = len(servers) * len(caps) * len(weights)
     if rows > MAX_ROWS:
         raise UsageError(f"{rows} rows is more than {MAX_ROWS}: narrow the ranges or pass --force")

@@ -76,8 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--worker-timeout",
         type=duration,
-        default=5.0,
-        help="kill and restart a server whose event loop is silent this long (5s)",
+        default=10.0,
+        help="kill and restart a server whose event loop is silent this long (10s)",
     )
     parser.add_argument(
         "--restart",
