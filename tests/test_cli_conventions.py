@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -137,3 +140,68 @@ def test_experiment_and_load_have_json_and_quiet(capsys: pytest.CaptureFixture[s
         assert main([command, "--help"]) == 0
         out = capsys.readouterr().out
         assert "--json" in out and "--quiet" in out
+
+
+class _Answer200(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as the load generator expects
+
+    def do_POST(self) -> None:  # noqa: N802 - the http.server API
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        body = b'{"ok": true}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def tiny_server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Answer200)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1/completions"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def test_load_json_and_progress(
+    tiny_server: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """E2E-LOAD-2, E2E-CLI-4: --json is one object; progress on a tty, none with --quiet."""
+    argv = ["load", "--url", tiny_server, "--client", "builtin", "-c", "2", "--duration", "1.6s"]
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main([*argv, "--json"]) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert report["client"] == "builtin" and report["ok"] == report["sent"] > 0
+    assert report["status"] == {"200": report["ok"]}
+    progress = captured.err.splitlines()
+    assert progress and all(line.startswith("queueref load: ") for line in progress)
+    assert "requests sent" in progress[0]
+    assert main([*argv, "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    assert main(argv) == 0
+    assert capsys.readouterr().err == ""  # not a terminal: no progress
+
+
+def test_bound_table_progress_per_row(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """E2E-CLI-4: on a terminal, one line per row with the states explored and the rate."""
+    argv = ["bound-table", "--servers", "2", "--cap", "1-2", "--weight", "1", "--json"]
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(argv) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and all("states/s" in line for line in lines)
+    assert lines[0].startswith("queueref bound-table: N=2 M=1 W=1: ")
+    assert main([*argv, "--quiet"]) == 0
+    assert capsys.readouterr().err == ""

@@ -31,6 +31,9 @@ N, CAP, CLIENTS, SECONDS, SERVICE_MS = 4, 10, 80, 2.0, 150.0
 HOST = "127.0.0.1"
 
 
+PROGRESS: list[str] = []
+
+
 @pytest.fixture(scope="module")
 def results() -> dict[str, ModeResult]:
     runs = run_experiment(
@@ -39,8 +42,21 @@ def results() -> dict[str, ModeResult]:
         concurrency=CLIENTS,
         duration=SECONDS,
         service_time_ms=SERVICE_MS,
+        progress=lambda result: PROGRESS.append(result.mode),
     )
     return {result.mode: result for result in runs}
+
+
+def test_one_progress_call_per_mode_and_json_rows(results: dict[str, ModeResult]) -> None:
+    """E2E-CLI-4, E2E-EXP-2: progress after each mode; each row as JSON data."""
+    assert PROGRESS == ["local", "shared", "reserve"]
+    rows = [json.loads(json.dumps(result.to_dict())) for result in results.values()]
+    assert [(row["mode"], row["bound"]) for row in rows] == [
+        ("local", 40),
+        ("shared", 13),
+        ("reserve", 10),
+    ]
+    assert all(row["within_bound"] and row["final_slots"] == [0] * N for row in rows)
 
 
 def test_local_exceeds_the_cap(results: dict[str, ModeResult]) -> None:

@@ -18,6 +18,7 @@ monotonic event stamps (ADM-EV-4, ADM-EV-5), so a short peak is not missed.
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import tempfile
 from collections.abc import Callable, Sequence
@@ -214,6 +215,11 @@ def check_output_path(path: str | Path) -> Path:
     target = Path(path)
     if not str(path).strip() or target.is_dir():
         raise IsADirectoryError(f"{path!r} is a folder, not a file")
+    for folder in target.parents:
+        if folder.exists():
+            if not folder.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, "Not a directory", str(folder))
+            break
     target.parent.mkdir(parents=True, exist_ok=True)
     if not os.access(target.parent, os.W_OK) or (
         target.exists() and not os.access(target, os.W_OK)

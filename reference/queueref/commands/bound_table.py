@@ -27,6 +27,7 @@ import math
 import sys
 from collections.abc import Sequence
 
+from queueref.commands.args import add_quiet, progress_line, show_progress
 from queueref.models.explorer import (
     CHECK_THEN_WRITE,
     PROTOCOLS,
@@ -98,6 +99,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="5000000",
         help="stop (exit 2) rather than search more states than this per row (default 5e6)",
     )
+    add_quiet(parser)
     parser.add_argument(
         "--force",
         action="store_true",
@@ -170,6 +172,13 @@ def _rows(args: argparse.Namespace) -> list[dict[str, object]]:
             for w in weights:
                 result = explore(protocol, n, m, w, witness=args.witness, max_states=max_states)
                 row = result.row()
+                if show_progress(args):  # E2E-CLI-4: states explored and the rate, per row
+                    states, seconds = int(str(row["states"])), float(str(row["seconds"]))
+                    progress_line(
+                        "bound-table",
+                        f"N={n} M={m} W={w}: {states} states in {seconds:.2f} s "
+                        f"({states / max(seconds, 1e-9):,.0f} states/s)",
+                    )
                 if args.witness:
                     row["witness"] = witness_json(protocol, result, result.witness or ())
                     if protocol == WRITE_THEN_CHECK:

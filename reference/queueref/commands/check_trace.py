@@ -87,6 +87,8 @@ def _servers_of_file(
                 )
         return num_servers
     seen = {event.server for event in events}
+    if not seen:
+        return 1  # an empty trace: one server, nothing to judge
     largest = max(seen, default=0)
     if largest + 1 != len(seen):
         line = next(n for e, n in zip(events, numbers, strict=True) if e.server == largest)

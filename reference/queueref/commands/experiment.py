@@ -112,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
         if args.trace_dir is not None:
             check_output_path(f"{args.trace_dir}/{modes[0]}/server-0.jsonl")
     except OSError as error:
-        return _fail(f"cannot write {error.filename or ''}{error.strerror or error}")
+        where = f"{error.filename}: " if error.filename else ""
+        return _fail(f"cannot write {where}{error.strerror or error}")
 
     def progress(result: ModeResult) -> None:
         progress_line(
