@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from processes import pids_alive, read_line_within
 
-from queueref.experiment import ModeResult, format_table, plot, run_experiment
+from queueref.experiment import ModeResult, format_table, plot, plot_figure, run_experiment
 from queueref.http_group import HttpServers, port_is_free
 from queueref.loadgen import run_builtin
 from queueref.oracle.trace_check import check_admission_trace, read_trace_folder
@@ -124,6 +124,24 @@ def test_table_and_plot(results: dict[str, ModeResult], tmp_path: Path) -> None:
     target = tmp_path / "plot.png"
     assert plot(list(results.values()), target)
     assert target.stat().st_size > 0
+
+
+def test_plot_draws_every_bound_and_keeps_the_legend_off(results: dict[str, ModeResult]) -> None:
+    """E2E-EXP-1: a dashed line at each mode's bound (local N*M too); legend outside the axes."""
+    import matplotlib.pyplot as plt
+
+    figure = plot_figure(list(results.values()))
+    try:
+        (axes,) = figure.axes
+        levels = sorted(
+            {line.get_ydata()[0] for line in axes.get_lines() if line.get_linestyle() == "--"}
+        )
+        assert levels == [CAP, CAP + (N - 1) * 1, N * CAP]
+        figure.canvas.draw()
+        legend = axes.get_legend().get_window_extent()
+        assert legend.x0 >= axes.get_window_extent().x1  # to the right of the plot area
+    finally:
+        plt.close(figure)
 
 
 def _get(url: str) -> tuple[int, str]:

@@ -228,20 +228,18 @@ def check_output_path(path: str | Path) -> Path:
     return target
 
 
-def plot(results: Sequence[ModeResult], path: str | Path) -> bool:
-    """Global in-flight over time per mode, each with its bound; False without matplotlib.
+def plot_figure(results: Sequence[ModeResult]) -> Any:
+    """The matplotlib figure of `plot` (E2E-EXP-1); raises `ImportError` without matplotlib.
 
-    E2E-EXP-1: every mode's bound is drawn in the mode's colour (local N*M,
-    shared M + (N-1)*min(M, W), reserve M); the legend sits outside the axes,
-    off the curves.
+    Every mode's bound is drawn in the mode's colour (local N*M, shared
+    M + (N-1)*min(M, W), reserve M); the legend sits outside the axes, off
+    the curves.
     """
-    try:
-        import matplotlib
+    import matplotlib
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     figure, axes = plt.subplots(figsize=(11, 4.5))
     cap = results[0].cap if results else 0
     for result in results:
@@ -264,6 +262,17 @@ def plot(results: Sequence[ModeResult], path: str | Path) -> bool:
     )
     axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     figure.tight_layout()
+    return figure
+
+
+def plot(results: Sequence[ModeResult], path: str | Path) -> bool:
+    """Write `plot_figure` to `path` (E2E-EXP-1); False without matplotlib."""
+    try:
+        figure = plot_figure(results)
+    except ImportError:
+        return False
+    import matplotlib.pyplot as plt
+
     figure.savefig(str(path), dpi=100)
     plt.close(figure)
     return True
