@@ -263,3 +263,16 @@ def test_unwritable_outputs_are_refused_before_anything_starts(
     monkeypatch.chdir(tmp_path)
     assert cli.main(["vectors", "--out", ""]) == 2
     assert sorted(os.listdir(tmp_path)) == ["a-file"]
+
+
+def test_a_damaged_trace_file_is_reported_not_raised(tmp_path: Path) -> None:
+    """E2E-SRV-4: a trace file someone damaged does not crash the stop; it is reported."""
+    group = HttpServers(2, 2, "shared", port=0, service_time_ms=10.0, trace_dir=tmp_path / "t")
+    with group:
+        with open(tmp_path / "t" / "server-0.jsonl", "a", encoding="utf-8") as stream:
+            stream.write("garbage\n")
+    assert len(group.result.problems) == 1
+    assert group.result.problems[0].startswith("server 0's trace: ")
+    assert "server-0.jsonl:1: not valid JSON" in group.result.problems[0]
+    assert group.result.final_slots == [0, 0]
+    assert wait_gone(group.started_pids, 10) == []

@@ -318,6 +318,7 @@ class ServeResult:
     resets: list[SlotReset] = field(default_factory=list)
     crashed: list[tuple[int, int | None]] = field(default_factory=list)
     restarts: list[Restart] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # trace files that could not be completed
 
 
 class HttpServers:
@@ -511,7 +512,11 @@ class HttpServers:
             reason = "hung" if pid in self._hung else "crashed"
             reset = resets.get(index)
             stale = reset.stale_count if reset is not None else 0
-            reclaimed = self._reclaim_records(index, t_before, t_after)
+            try:
+                reclaimed = self._reclaim_records(index, t_before, t_after)
+            except (ValueError, OSError) as error:
+                reclaimed = 0
+                self.result.problems.append(f"server {index}'s trace: {error}")
             self.result.crashed.append((index, exitcode))
             what = (
                 f"did not beat for {self.worker_timeout:g} s and was killed"
@@ -584,7 +589,10 @@ class HttpServers:
         self.result.resets.extend(r for r in self._group.resets if r not in self.result.resets)
         if self.trace_dir is not None:
             for index in range(self.num_servers):
-                self._reclaim_records(index, t_before, t_after)  # a straggler killed mid-request
+                try:  # a straggler killed mid-request left requests without a departure
+                    self._reclaim_records(index, t_before, t_after)
+                except (ValueError, OSError) as error:
+                    self.result.problems.append(f"server {index}'s trace: {error}")
 
     def __enter__(self) -> HttpServers:
         try:

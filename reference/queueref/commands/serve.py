@@ -152,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
         servers.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        for problem in servers.result.problems:
+            print(f"queueref serve: {problem}", file=sys.stderr)
         if servers.started:
             free = port_is_free(args.host, servers.port)
             print(
