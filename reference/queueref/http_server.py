@@ -1,8 +1,9 @@
 """Deprecated home of the HTTP servers: a re-export of the modules it was split into.
 
 `queueref.http_wire` (request and error bodies), `queueref.http_app` (the
-ASGI app) and `queueref.http_group` (sockets, the child entry, the
-supervised process group). Import from those; this module stays so that
+ASGI app), `queueref.http_worker` (the child: its socket and entry point)
+and `queueref.http_group` (the port, the trace folder, the supervised
+process group). Import from those; this module stays so that
 existing imports keep working.
 """
 
