@@ -8,7 +8,7 @@ HYPOTHESIS_PROFILE ?= $(if $(CI),ci,dev)
 export HYPOTHESIS_PROFILE
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup redis-server coq test lint types crosshair-queues generate proofs proofs-coq bound-table trace vectors bench mutation verify clean
+.PHONY: setup redis-server coq test soak lint types crosshair-queues generate proofs proofs-coq bound-table trace vectors bench mutation verify clean
 .PHONY: help
 
 $(STAMP): pyproject.toml
@@ -34,8 +34,13 @@ redis-server:
 # Two runs: the in-process tests on every core, then the tests that start real
 # processes and servers one at a time, so they never compete for the cores (or ports).
 test: setup coq
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not multiprocess and not e2e"
-	$(BIN)/python -m pytest -q -m "multiprocess or e2e" tests
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not multiprocess and not e2e and not slow"
+	$(BIN)/python -m pytest -q -m "(multiprocess or e2e) and not slow" tests
+
+## soak: the slow tests, serially: the serve soak run (E2E-SOAK-1) and the oracle's fresh-venv install
+# Not part of `make test`: about 90 s and 2,000 connections, and a pip install from the registry.
+soak: setup
+	$(BIN)/python -m pytest -q -m slow tests
 
 ## lint: ruff check and ruff format --check
 lint: setup

@@ -13,6 +13,8 @@ import json
 import random
 import subprocess
 import sys
+import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -353,3 +355,206 @@ def test_cli_malformed_input_is_one_line_and_no_traceback(tmp_path: Path) -> Non
     )
     assert missing.returncode == 2 and "cannot read" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+# ---------------------------------------------------------------------------
+# Untrusted traces: bounded resources, one line per malformed input (issue 12)
+
+HUGE_N = 10**20
+
+
+def _run_limited(
+    args: list[str], memory_bytes: int, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """`queueref ARGS` in a child whose address space (RLIMIT_AS) and CPU time are capped."""
+    program = (
+        "import resource, sys\n"
+        f"resource.setrlimit(resource.RLIMIT_AS, ({memory_bytes}, {memory_bytes}))\n"
+        "resource.setrlimit(resource.RLIMIT_CPU, (20, 20))\n"
+        "from queueref.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", program, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_a_huge_n_costs_nothing_more_than_its_line(tmp_path: Path) -> None:
+    """ORC-TR-12: n = 10^20 is one event: under a second, under 100 MB (it used to grow to GBs)."""
+    path = tmp_path / "huge.jsonl"
+    path.write_text(
+        json.dumps(
+            {"t": 1.0, "server": 0, "event": "admit", "request_id": "a", "n": HUGE_N, "view": 0}
+        )
+        + "\n"
+        + json.dumps(
+            {"t": 2.0, "server": 0, "event": "finish", "request_id": "7_a", "n": 1, "t_before": 1.5}
+        )
+        + "\n"
+        + json.dumps(
+            {
+                "t": 3.0,
+                "server": 0,
+                "event": "abort",
+                "request_id": "a",
+                "n": HUGE_N - 1,
+                "t_before": 2.5,
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    done = _run_limited(
+        ["check-trace", str(path), "--cap", str(HUGE_N), "--max-n", str(HUGE_N), "--json"],
+        memory_bytes=100 << 20,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert (data["max_in_flight"], data["still_in_flight"], data["violations"]) == (HUGE_N, 0, [])
+    # In process: the replay itself, timed and measured.
+    tracemalloc.start()
+    try:
+        started = time.process_time()  # CPU time: the machine may be busy
+        report = check_admission_trace(path, 1, HUGE_N, HUGE_N)
+        elapsed = time.process_time() - started
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert report.ok and report.max_in_flight == HUGE_N
+    assert elapsed < 1.0 and peak < 100 << 20
+
+
+def test_children_of_a_huge_request_are_tracked_without_listing_them() -> None:
+    """ORC-TR-12, ORC-TR-4: finish twice, a child beyond n, re-admission: as with small n."""
+    trace = [
+        admit(1.0, 0, "a", view=0, n=HUGE_N),
+        finish(2.0, 0, "5_a"),
+        finish(2.1, 0, "5_a"),  # already ended
+        finish(2.2, 0, f"{HUGE_N}_a"),  # child index n does not exist
+        admit(2.3, 0, "3_a", view=HUGE_N - 1),  # a live child's id
+        admit(2.4, 0, "0_b", view=HUGE_N - 1),  # fine: a request named like a child of b
+        admit(2.5, 0, "b", view=HUGE_N, n=2),  # its child 0_b is in flight
+        abort(3.0, 0, "a", n=HUGE_N - 1),
+        finish(3.1, 0, "9_a"),  # the whole request ended
+    ]
+    report = check_admission_trace(trace, 1, 2 * HUGE_N, max_n=HUGE_N)
+    assert rules(report) == [
+        (3, "ORC-TR-4"),
+        (4, "ORC-TR-4"),
+        (5, "ORC-TR-4"),
+        (7, "ORC-TR-4"),
+        (9, "ORC-TR-4"),
+    ]
+    messages = [v.message for v in report.violations]
+    assert "already ended" in messages[0] and "unknown" in messages[1]
+    assert "['3_a']" in messages[2] and "['0_b']" in messages[3]
+    assert "already ended" in messages[4]
+    assert report.still_in_flight == 1  # 0_b
+
+
+UNTRUSTED = [
+    ('{"t":' + "[" * 100_000 + "]" * 100_000 + "}\n", 1, None, "nested too deeply"),
+    (
+        '{"t":1.0,"server":0,"event":"admit","request_id":"a","n":' + "9" * 5000 + "}\n",
+        1,
+        None,
+        "not valid JSON",
+    ),
+    (
+        '{"t":1.0,"server":0,"event":"admit","request_id":"' + "x" * (1 << 20) + '","n":1}\n',
+        1,
+        None,
+        "longer than",
+    ),
+    (b'{"t":1.0,"server":0,"event":"admit","request_id":"\xff","n":1}\n', 1, None, "UTF-8"),
+    ('{"t":NaN,"server":0,"event":"admit","request_id":"a","n":1}\n', 1, "t", "finite"),
+    ('{"t":1.0,"server":0,"event":"admit","request_id":"a","n":1.5}\n', 1, "n", "int"),
+]
+
+
+@pytest.mark.parametrize(("text", "line", "field", "words"), UNTRUSTED)
+def test_untrusted_lines_are_one_line_errors(
+    text: str | bytes, line: int, field: str | None, words: str, tmp_path: Path
+) -> None:
+    """ORC-TR-9, ORC-TR-12: deep nesting, huge numbers, huge lines, bad bytes: exit 2, one line."""
+    path = tmp_path / "bad.jsonl"
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    with pytest.raises(TraceFormatError) as caught:
+        read_trace(path)
+    assert (caught.value.line, caught.value.field) == (line, field)
+    assert words in str(caught.value)
+    done = _run_limited(["check-trace", str(path), "--cap", "1"], 200 << 20, 30)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and len(done.stderr) < 500, done.stderr
+    assert done.stderr.startswith(f"queueref check-trace: {path}:{line}: ")
+
+
+def test_a_server_index_out_of_range_is_an_error_not_a_larger_bound(tmp_path: Path) -> None:
+    """ORC-TR-11: an index >= --servers, or a gap when N is inferred, is exit 2 at its line."""
+    path = tmp_path / "far.jsonl"
+    write_jsonl([admit(1.0, 0, "a", view=0), admit(2.0, 99, "b", view=0)], path)
+    for extra, words in (([], "pass --servers N"), (["--servers", "2"], "not below --servers 2")):
+        done = subprocess.run(
+            [sys.executable, "-m", "queueref", "check-trace", str(path), "--cap", "1", *extra],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 2 and done.stdout == ""
+        assert done.stderr == f"queueref check-trace: {path}:2: field 'server': " + (
+            "server 99, but only 2 server indices occur in the trace: pass --servers N\n"
+            if not extra
+            else "server 99 is not below --servers 2\n"
+        )
+        assert words in done.stderr
+
+
+def test_a_trace_folder_is_read_per_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ORC-TR-13: server-<i>.jsonl files merged by t; N from the files; misplaced events refused."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    for index in range(3):
+        write_jsonl(
+            [e for e in BOUND_REACHED if e.server == index], folder / f"server-{index}.jsonl"
+        )
+    assert main(["check-trace", str(folder), "--cap", "2", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["num_servers"], data["num_events"], data["max_in_flight"]) == (3, 9, 4)
+    assert main(["check-trace", str(folder), "--cap", "1"]) == 1
+    out = capsys.readouterr().out
+    assert f"{folder / 'server-0.jsonl'}:2: ORC-TR-2" in out
+    # An event of server 1 in server 0's file, and a file beyond --servers.
+    write_jsonl([admit(1.0, 1, "x", view=0)], folder / "server-0.jsonl")
+    assert main(["check-trace", str(folder), "--cap", "2"]) == 2
+    assert capsys.readouterr().err == (
+        f"queueref check-trace: {folder / 'server-0.jsonl'}:1: field 'server': "
+        "server 1 in the file of server 0\n"
+    )
+    assert main(["check-trace", str(folder), "--cap", "2", "--servers", "2"]) == 2
+    assert "a trace file of server 2, but there are 2 servers" in capsys.readouterr().err
+    (folder / "server-1.jsonl").unlink()
+    assert main(["check-trace", str(folder), "--cap", "2"]) == 2
+    assert "the trace files of servers [1] are missing" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["check-trace", str(empty), "--cap", "2"]) == 2
+    assert capsys.readouterr().err == (
+        f"queueref check-trace: {empty}: no server-<i>.jsonl trace file in this folder\n"
+    )
+
+
+def test_an_empty_trace_file_is_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ORC-TR-11: no events, no servers named: one server, nothing forbidden, exit 0."""
+    path = tmp_path / "empty.jsonl"
+    path.write_text("\n", encoding="utf-8")
+    assert main(["check-trace", str(path), "--cap", "1"]) == 0
+    assert "0 events, 1 servers" in capsys.readouterr().out

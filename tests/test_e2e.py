@@ -9,28 +9,29 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import IO
 
 import pytest
+from processes import pids_alive, read_line_within
 
-from queueref.events import read_jsonl
-from queueref.experiment import ModeResult, format_table, plot, run_experiment
-from queueref.http_server import HttpServers, pids_alive, port_is_free
+from queueref.experiment import ModeResult, format_table, plot, plot_figure, run_experiment
+from queueref.http_group import HttpServers, port_is_free
 from queueref.loadgen import run_builtin
-from queueref.oracle.trace_check import check_admission_trace
+from queueref.oracle.trace_check import check_admission_trace, read_trace_folder
 
 # `make test` runs these after the others, serially (they start real processes).
 pytestmark = [pytest.mark.e2e, pytest.mark.multiprocess]
 
 N, CAP, CLIENTS, SECONDS, SERVICE_MS = 4, 10, 80, 2.0, 150.0
 HOST = "127.0.0.1"
+
+
+PROGRESS: list[str] = []
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +42,21 @@ def results() -> dict[str, ModeResult]:
         concurrency=CLIENTS,
         duration=SECONDS,
         service_time_ms=SERVICE_MS,
+        progress=lambda result: PROGRESS.append(result.mode),
     )
     return {result.mode: result for result in runs}
+
+
+def test_one_progress_call_per_mode_and_json_rows(results: dict[str, ModeResult]) -> None:
+    """E2E-CLI-4, E2E-EXP-2: progress after each mode; each row as JSON data."""
+    assert PROGRESS == ["local", "shared", "reserve"]
+    rows = [json.loads(json.dumps(result.to_dict())) for result in results.values()]
+    assert [(row["mode"], row["bound"]) for row in rows] == [
+        ("local", 40),
+        ("shared", 13),
+        ("reserve", 10),
+    ]
+    assert all(row["within_bound"] and row["final_slots"] == [0] * N for row in rows)
 
 
 def test_local_exceeds_the_cap(results: dict[str, ModeResult]) -> None:
@@ -112,13 +126,22 @@ def test_table_and_plot(results: dict[str, ModeResult], tmp_path: Path) -> None:
     assert target.stat().st_size > 0
 
 
-def read_line_within(stream: IO[str], seconds: float) -> str:
-    """One line from a child's stdout, or a failure after `seconds` (never a hung suite)."""
-    with selectors.DefaultSelector() as selector:
-        selector.register(stream, selectors.EVENT_READ)
-        if not selector.select(timeout=seconds):
-            raise AssertionError(f"nothing printed within {seconds} s")
-    return stream.readline()
+def test_plot_draws_every_bound_and_keeps_the_legend_off(results: dict[str, ModeResult]) -> None:
+    """E2E-EXP-1: a dashed line at each mode's bound (local N*M too); legend outside the axes."""
+    import matplotlib.pyplot as plt
+
+    figure = plot_figure(list(results.values()))
+    try:
+        (axes,) = figure.axes
+        levels = sorted(
+            {line.get_ydata()[0] for line in axes.get_lines() if line.get_linestyle() == "--"}
+        )
+        assert levels == [CAP, CAP + (N - 1) * 1, N * CAP]
+        figure.canvas.draw()
+        legend = axes.get_legend().get_window_extent()
+        assert legend.x0 >= axes.get_window_extent().x1  # to the right of the plot area
+    finally:
+        plt.close(figure)
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -128,7 +151,7 @@ def _get(url: str) -> tuple[int, str]:
 
 def test_serve_command_metrics_trace_and_sigterm(tmp_path: Path) -> None:
     """E2E-SRV-1, E2E-SRV-3, E2E-SRV-4, E2E-TRACE-1: the real command, stopped by SIGTERM."""
-    trace = tmp_path / "trace.jsonl"
+    trace = tmp_path / "trace"
     command = [
         sys.executable,
         "-m",
@@ -166,6 +189,9 @@ def test_serve_command_metrics_trace_and_sigterm(tmp_path: Path) -> None:
         assert 'vllm:num_requests_running{server="' in text
         assert "queueref:global_num_requests_running" in text
         assert 'queueref:max_num_queued_reqs{mode="shared"} 3' in text
+        # E2E-TRACE-1: the records are on disk while serve runs, one file per server.
+        during = read_trace_folder(trace, 2)
+        assert sum(1 for e in during.events if e.event == "admit") == load.ok
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=20)
     finally:
@@ -176,7 +202,7 @@ def test_serve_command_metrics_trace_and_sigterm(tmp_path: Path) -> None:
     assert "slots [0, 0]" in out and f"port {port} free" in out
     assert pids_alive(pids) == []
     assert port_is_free(HOST, port)
-    events = read_jsonl(trace)
+    events = read_trace_folder(trace, 2).events
     report = check_admission_trace(str(trace), 2, 3, 1, mode="shared")
     assert report.ok, report.summary()
     assert report.still_in_flight == 0
@@ -202,7 +228,7 @@ def test_serve_command_metrics_trace_and_sigterm(tmp_path: Path) -> None:
 
 def test_crashed_server_is_reported_and_its_slot_reclaimed() -> None:
     """E2E-SRV-4: a server killed while holding requests is reported; its slot goes back to 0."""
-    servers = HttpServers(2, 10, "shared", port=0, service_time_ms=2000.0)
+    servers = HttpServers(2, 10, "shared", port=0, service_time_ms=2000.0, restart=False)
     with servers:
         import asyncio
 

@@ -127,6 +127,7 @@ PROCESS_STARTING = {
     "ServerGroup.start",
     "ServerGroup.join",
     "ServerGroup.reap",
+    "ServerGroup.restart",
     "ServerGroup.start_reaper",
     "ServerGroup.close",
     "ServerGroup.slot_counts",

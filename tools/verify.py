@@ -26,6 +26,11 @@ BUILD = ROOT / "build"
 # (name, make target, what it establishes)
 STEPS = [
     ("test", "test", "pytest: unit, Hypothesis machines, spec doctests, multiprocess, e2e"),
+    (
+        "soak",
+        "soak",
+        "the slow tests: a soak run of serve with faults; the oracle installed in a fresh venv",
+    ),
     ("lint", "lint", "ruff check and ruff format --check"),
     ("types", "types", "mypy --strict on the package, tests, tools and proofs generator"),
     ("crosshair-queues", "crosshair-queues", "CrossHair over the queue semantics module"),

@@ -4,7 +4,7 @@ Models the test plan of vLLM PR #54746: 4 API servers with
 `--max_num_queued_reqs 10`, 80 concurrent clients, and the number of running
 requests -- 40 before the change (each server capped itself), 10 after. For
 each mode, `run_experiment` starts the real HTTP servers
-(`queueref.http_server`), drives them with the built-in load client
+(`queueref.http_group`), drives them with the built-in load client
 (`queueref.loadgen`), stops them and computes the exact maximum global
 in-flight count from the servers' own admit/finish records
 (`queueref.oracle.trace_check.check_admission_trace`, over the sweeps of
@@ -18,13 +18,16 @@ monotonic event stamps (ADM-EV-4, ADM-EV-5), so a short peak is not missed.
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from queueref.events import AdmissionEvent
-from queueref.http_server import SERVE_MODES, HttpServers, ServeMode
+from queueref.http_group import SERVE_MODES, HttpServers, ServeMode
 from queueref.loadgen import LoadReport, run_builtin
 from queueref.oracle.trace_check import TraceReport, check_admission_trace, trace_bound
 
@@ -53,6 +56,29 @@ class ModeResult:
     def bound(self) -> int:
         """local: N*M; shared: M + (N-1)*min(M, W); reserve: M (E2E-EXP-1)."""
         return trace_bound(self.mode, self.num_servers, self.cap, 1)
+
+    @property
+    def within_bound(self) -> bool:
+        """The maximum respects the mode's bound (E2E-EXP-1)."""
+        return self.max_in_flight <= self.bound
+
+    def to_dict(self) -> dict[str, Any]:
+        """One row of `experiment --json` (E2E-EXP-2)."""
+        return {
+            "mode": self.mode,
+            "num_servers": self.num_servers,
+            "cap": self.cap,
+            "max_in_flight": self.max_in_flight,
+            "measure": self.trace.measure,
+            "bound": self.bound,
+            "within_bound": self.within_bound,
+            "forbidden_decisions": len(self.trace.violations),
+            "admitted": self.admitted,
+            "departed": self.departed,
+            "final_slots": list(self.final_slots),
+            "crashed": [list(crash) for crash in self.crashed],
+            "load": self.load.to_dict(),
+        }
 
     @property
     def admitted(self) -> int:
@@ -115,17 +141,18 @@ def run_mode(
             trace_dir=where,
         )
         with servers:
-            pids = [p.pid for p in servers.group.processes if p.pid is not None]
+            pids = servers.pids()
             load = asyncio.run(run_builtin(servers.url, concurrency, duration))
         result = servers.result
-        trace = check_admission_trace(result.events, num_servers, cap, 1, mode=mode)
+        events = servers.read_events()
+        trace = check_admission_trace(events, num_servers, cap, 1, mode=mode)
         return ModeResult(
             mode,
             num_servers,
             cap,
             load,
             trace,
-            result.events,
+            events,
             result.final_slots,
             result.crashed,
             result.port,
@@ -143,10 +170,12 @@ def run_experiment(
     modes: Sequence[ServeMode] = SERVE_MODES,
     port: int = 0,
     trace_dir: str | Path | None = None,
+    progress: Callable[[ModeResult], None] | None = None,
 ) -> list[ModeResult]:
-    """Every mode in turn, each on fresh processes (E2E-EXP-1)."""
-    return [
-        run_mode(
+    """Every mode in turn, each on fresh processes (E2E-EXP-1); `progress` after each."""
+    results: list[ModeResult] = []
+    for mode in modes:
+        result = run_mode(
             mode,
             num_servers=num_servers,
             cap=cap,
@@ -156,8 +185,10 @@ def run_experiment(
             port=port,
             trace_dir=trace_dir,
         )
-        for mode in modes
-    ]
+        results.append(result)
+        if progress is not None:
+            progress(result)
+    return results
 
 
 def format_table(results: Sequence[ModeResult]) -> str:
@@ -176,32 +207,72 @@ def format_table(results: Sequence[ModeResult]) -> str:
     return "\n".join(lines)
 
 
-def plot(results: Sequence[ModeResult], path: str | Path) -> bool:
-    """Global in-flight over time per mode against the cap line; False without matplotlib."""
-    try:
-        import matplotlib
+def check_output_path(path: str | Path) -> Path:
+    """E2E-EXP-2: a file path that can be written, checked before any server starts.
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    figure, axes = plt.subplots(figsize=(9, 4.5))
+    Creates the missing parent folders; raises `OSError` naming the path.
+    """
+    target = Path(path)
+    if not str(path).strip() or target.is_dir():
+        raise IsADirectoryError(f"{path!r} is a folder, not a file")
+    for folder in target.parents:
+        if folder.exists():
+            if not folder.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, "Not a directory", str(folder))
+            break
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not os.access(target.parent, os.W_OK) or (
+        target.exists() and not os.access(target, os.W_OK)
+    ):
+        raise PermissionError(f"{path} is not writable")
+    return target
+
+
+def plot_figure(results: Sequence[ModeResult]) -> Any:
+    """The matplotlib figure of `plot` (E2E-EXP-1); raises `ImportError` without matplotlib.
+
+    Every mode's bound is drawn in the mode's colour (local N*M, shared
+    M + (N-1)*min(M, W), reserve M); the legend sits outside the axes, off
+    the curves.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(11, 4.5))
     cap = results[0].cap if results else 0
     for result in results:
         times, levels = timeline(result.events, result.mode)
-        axes.step(times, levels, where="post", label=f"{result.mode} (max {result.max_in_flight})")
-    axes.axhline(cap, color="black", linestyle="--", label=f"cap M = {cap}")
-    if results:
-        shared = trace_bound("shared", results[0].num_servers, cap, 1)
-        axes.axhline(shared, color="grey", linestyle=":", label=f"shared bound = {shared}")
+        (line,) = axes.step(
+            times, levels, where="post", label=f"{result.mode} (max {result.max_in_flight})"
+        )
+        axes.axhline(
+            result.bound,
+            color=line.get_color(),
+            linestyle="--",
+            linewidth=1,
+            label=f"{result.mode} bound = {result.bound}",
+        )
     axes.set_xlabel("seconds since the first admission")
     axes.set_ylabel("global requests in flight")
     axes.set_title(
-        f"{results[0].num_servers if results else 0} API servers, cap {cap}: "
+        f"{results[0].num_servers if results else 0} API servers, cap M = {cap}: "
         "global in-flight per admission mode"
     )
-    axes.legend(loc="upper right")
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     figure.tight_layout()
+    return figure
+
+
+def plot(results: Sequence[ModeResult], path: str | Path) -> bool:
+    """Write `plot_figure` to `path` (E2E-EXP-1); False without matplotlib."""
+    try:
+        figure = plot_figure(results)
+    except ImportError:
+        return False
+    import matplotlib.pyplot as plt
+
     figure.savefig(str(path), dpi=100)
     plt.close(figure)
     return True

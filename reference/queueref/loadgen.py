@@ -8,7 +8,8 @@ duration is over. No dependency beyond the standard library.
 
 Deliberate divergences from vLLM: none in vLLM itself; `hey` is an external
 tool, the built-in client is queueref's, and it also checks every 503 body
-against the documented one (E2E-SRV-2).
+against the documented one (E2E-SRV-2). The wire format comes from
+`queueref.http_wire`, shared with the server, never from the server itself.
 """
 
 from __future__ import annotations
@@ -18,13 +19,17 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
-from queueref.http_server import is_busy_body
+from queueref.http_wire import REQUEST_BODY, is_busy_body
 
-#: The request body sent by the load generator.
-REQUEST_BODY = b'{"model": "queueref-simulated", "prompt": "hello", "max_tokens": 16}'
+__all__ = ["REQUEST_BODY", "LoadError", "LoadReport", "run_builtin", "run_load"]
+
+#: Called about once a second during a built-in run with the report so far (E2E-LOAD-2).
+Progress = Callable[["LoadReport", float], None]
 
 
 class LoadError(RuntimeError):
@@ -76,6 +81,26 @@ class LoadReport:
         ordered = sorted(self.latencies)
         rank = min(len(ordered) - 1, max(0, int(round(q * (len(ordered) - 1)))))
         return ordered[rank]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as plain JSON data (`load --json`, E2E-LOAD-2)."""
+        return {
+            "client": self.client,
+            "concurrency": self.concurrency,
+            "duration": self.duration,
+            "sent": self.sent,
+            "status": {str(code): count for code, count in sorted(self.status.items())},
+            "ok": self.ok,
+            "busy": self.busy,
+            "busy_rate": self.busy_rate,
+            "errors": self.errors,
+            "bad_busy_bodies": self.bad_busy_bodies if self.client == "builtin" else None,
+            "throughput": self.throughput,
+            "latency": {
+                f"p{int(q * 100)}": self.percentile(q) if self.latencies else None
+                for q in (0.5, 0.9, 0.99)
+            },
+        }
 
     def summary(self) -> str:
         """The report, as `load` prints it (E2E-LOAD-1)."""
@@ -150,16 +175,28 @@ async def _probe(host: str, port: int, timeout: float) -> None:
 
 
 async def run_builtin(
-    url: str, concurrency: int, duration: float, *, connect_timeout: float = 3.0
+    url: str,
+    concurrency: int,
+    duration: float,
+    *,
+    connect_timeout: float = 3.0,
+    request_timeout: float = 30.0,
+    progress: Progress | None = None,
+    body: bytes = REQUEST_BODY,
 ) -> LoadReport:
-    """The built-in closed-loop client: `concurrency` keep-alive connections (E2E-LOAD-1)."""
+    """The built-in closed-loop client: `concurrency` keep-alive connections (E2E-LOAD-1).
+
+    A request not answered within `request_timeout` seconds counts as an
+    error and its connection is dropped (a hung server cannot hang the load).
+    `progress(report, elapsed)` is called about once a second (E2E-LOAD-2).
+    """
     host, port, path = parse_url(url)
     await _probe(host, port, connect_timeout)
     report = LoadReport("builtin", concurrency, duration)
     request = (
         f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(REQUEST_BODY)}\r\n\r\n"
-    ).encode() + REQUEST_BODY
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
     start = time.monotonic()
     deadline = start + duration
 
@@ -180,16 +217,24 @@ async def run_builtin(
                 report.sent += 1
                 try:
                     writer.write(request)
-                    await writer.drain()
-                    status, body, keep_alive = await _read_response(reader)
-                except (OSError, ConnectionError, ValueError, asyncio.IncompleteReadError):
+                    await asyncio.wait_for(writer.drain(), request_timeout)
+                    status, answer, keep_alive = await asyncio.wait_for(
+                        _read_response(reader), request_timeout
+                    )
+                except (
+                    OSError,
+                    ConnectionError,
+                    ValueError,
+                    asyncio.IncompleteReadError,
+                    TimeoutError,
+                ):
                     report.errors += 1
                     writer.close()
                     writer = None
                     continue
                 report.latencies.append(time.monotonic() - sent_at)
                 report.status[status] = report.status.get(status, 0) + 1
-                if status == 503 and not is_busy_body(body):
+                if status == 503 and not is_busy_body(answer):
                     report.bad_busy_bodies += 1
                 if not keep_alive:
                     writer.close()
@@ -198,7 +243,16 @@ async def run_builtin(
             if writer is not None:
                 writer.close()
 
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    async def ticker() -> None:
+        while progress is not None:
+            await asyncio.sleep(1.0)
+            progress(report, time.monotonic() - start)
+
+    tick = asyncio.create_task(ticker())
+    try:
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    finally:
+        tick.cancel()
     report.duration = time.monotonic() - start
     return report
 
@@ -253,7 +307,13 @@ def run_hey(url: str, concurrency: int, duration: float) -> LoadReport:
     return parse_hey(done.stdout, concurrency, duration)
 
 
-def run_load(url: str, concurrency: int, duration: float, client: str = "auto") -> LoadReport:
+def run_load(
+    url: str,
+    concurrency: int,
+    duration: float,
+    client: str = "auto",
+    progress: Progress | None = None,
+) -> LoadReport:
     """`hey` when installed (or asked for), else the built-in client (E2E-LOAD-1)."""
     if concurrency < 1:
         raise LoadError(f"--concurrency must be >= 1, got {concurrency}")
@@ -261,14 +321,4 @@ def run_load(url: str, concurrency: int, duration: float, client: str = "auto") 
         raise LoadError(f"--duration must be > 0, got {duration}")
     if client == "hey" or (client == "auto" and shutil.which("hey") is not None):
         return run_hey(url, concurrency, duration)
-    return asyncio.run(run_builtin(url, concurrency, duration))
-
-
-def parse_duration(text: str) -> float:
-    """`10s`, `500ms`, `1m` or a plain number of seconds."""
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|m)?\s*", text)
-    if match is None:
-        raise ValueError(f"not a duration: {text!r} (use e.g. 10s, 500ms, 1m)")
-    value = float(match.group(1))
-    unit = match.group(2) or "s"
-    return value / 1000.0 if unit == "ms" else value * 60.0 if unit == "m" else value
+    return asyncio.run(run_builtin(url, concurrency, duration, progress=progress))

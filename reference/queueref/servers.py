@@ -231,6 +231,30 @@ class ServerGroup:
             process.start()
             self._processes.append(process)
 
+    def restart(self, index: int) -> BaseProcess:
+        """A fresh process for server `index`, whose old one has exited.
+
+        The old process is reaped first, so its slot is 0 before the new one
+        can write it (one writer per slot at any time).
+        """
+        old = self._processes[index]
+        if old.exitcode is None:
+            raise RuntimeError(f"server {index} is still running (pid {old.pid})")
+        self.reap()  # E2E-SRV-7 restarts; ADM-SRV-2: the old slot is 0 before the new writer
+        spec = self._specs[index]
+        process = self._context.Process(
+            target=self._target,
+            args=(spec, *self._args),
+            name=f"queueref-server-{spec.index}",
+            daemon=True,
+        )
+        process.start()
+        with self._reset_lock:
+            self._processes[index] = process
+            self._reaped.discard(index)
+        old.close()
+        return process
+
     def join(self, timeout: float) -> list[int | None]:
         """Wait up to `timeout` seconds in all; the exit codes. Raises `TimeoutError`."""
         deadline = time.monotonic() + timeout

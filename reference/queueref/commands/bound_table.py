@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 
+from queueref.commands.args import add_quiet, progress_line, show_progress
 from queueref.models.explorer import (
     CHECK_THEN_WRITE,
     PROTOCOLS,
@@ -42,6 +44,17 @@ HELP = "exact worst-case global count of the admission protocols, by exhaustive 
 
 #: The smallest value each range accepts.
 MINIMUM = {"servers": 1, "cap": 0, "weight": 1}
+
+
+#: Without --force, a table may have at most this many rows ...
+MAX_ROWS = 1000
+#: ... and at most this many states in all, estimated as (M + W + 2)^N per row.
+MAX_ESTIMATED_STATES = 10**8
+
+EXIT_CODES = """exit status:
+  0  every row is within its bound
+  1  a row is over its bound
+  2  bad usage, a range too large (see --force) or a search over --max-states"""
 
 
 class UsageError(Exception):
@@ -86,6 +99,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="5000000",
         help="stop (exit 2) rather than search more states than this per row (default 5e6)",
     )
+    add_quiet(parser)
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help=f"search even more than {MAX_ROWS} rows or about {MAX_ESTIMATED_STATES:.0e} states",
+    )
+
+
+def clamp_weights(weights: range, caps: range) -> range:
+    """Weights above the largest cap admit nothing more than W = M does: clamp them."""
+    # E2E-CLI-3: an absurd weight range is clamped, with a note.
+    top = max(caps.stop - 1, 1)
+    if weights.stop - 1 <= top:
+        return weights
+    clamped = range(min(weights.start, top), top + 1)
+    print(
+        f"queueref bound-table: note: weights above the largest cap M={top} admit nothing "
+        f"a weight of M does not; using --weight {clamped.start}-{top}",
+        file=sys.stderr,
+    )
+    return clamped
+
+
+def check_size(servers: range, caps: range, weights: range) -> None:
+    """Refuse a table too large to search: rows, or states estimated in log space."""
+    # E2E-CLI-3: refused unless --force.
+    rows = len(servers) * len(caps) * len(weights)
+    if rows > MAX_ROWS:
+        raise UsageError(f"{rows} rows is more than {MAX_ROWS}: narrow the ranges or pass --force")
+    # log10 of the largest row's estimate (M + W + 2)^N, without computing the power.
+    digits = (servers.stop - 1) * math.log10(caps.stop - 1 + weights.stop - 1 + 2)
+    if digits > math.log10(MAX_ESTIMATED_STATES):
+        raise UsageError(
+            f"about 10^{digits:.0f} states for N={servers.stop - 1}, M={caps.stop - 1}, "
+            f"W={weights.stop - 1}: narrow the ranges or pass --force"
+        )
 
 
 def witness_json(protocol: str, exploration: Exploration, steps: Sequence[Step]) -> list[object]:
@@ -109,17 +158,29 @@ def _rows(args: argparse.Namespace) -> list[dict[str, object]]:
         raise UsageError(f"--protocol {protocol!r}: expected one of {', '.join(PROTOCOLS)}")
     servers = parse_range(str(args.servers), "servers", MINIMUM["servers"])
     caps = parse_range(str(args.cap), "cap", MINIMUM["cap"])
-    weights = parse_range(str(args.weight), "weight", MINIMUM["weight"])
+    weights = clamp_weights(parse_range(str(args.weight), "weight", MINIMUM["weight"]), caps)
     try:
-        max_states = int(float(args.max_states))
+        states = float(args.max_states)
     except ValueError:
         raise UsageError(f"--max-states {args.max_states!r}: expected a number") from None
+    if not math.isfinite(states) or states < 1:
+        raise UsageError(f"--max-states {args.max_states!r}: expected a finite number >= 1")
+    max_states = int(states)
+    if not args.force:
+        check_size(servers, caps, weights)
     rows: list[dict[str, object]] = []
     for n in servers:
         for m in caps:
             for w in weights:
                 result = explore(protocol, n, m, w, witness=args.witness, max_states=max_states)
                 row = result.row()
+                if show_progress(args):  # E2E-CLI-4: states explored and the rate, per row
+                    states, seconds = int(str(row["states"])), float(str(row["seconds"]))
+                    progress_line(
+                        "bound-table",
+                        f"N={n} M={m} W={w}: {states} states in {seconds:.2f} s "
+                        f"({states / max(seconds, 1e-9):,.0f} states/s)",
+                    )
                 if args.witness:
                     row["witness"] = witness_json(protocol, result, result.witness or ())
                     if protocol == WRITE_THEN_CHECK:

@@ -20,9 +20,16 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from queueref.commands.args import exit_codes
 from queueref.oracle.errors import ConformanceError, HypothesisMissing
 
 HELP = "check a RequestQueue class against queueref's reference queue or the queue laws"
+
+EXIT_CODES = exit_codes(
+    "0  the queue conforms",
+    "1  the queue does not conform: the failing programs, each with its clause",
+    "2  bad usage, or the queue or factory cannot be imported (one line on stderr)",
+)
 
 
 class UsageError(Exception):

@@ -1,56 +1,65 @@
-"""`queueref check-trace FILE`: check a recorded admission trace (JSON Lines).
+"""`queueref check-trace PATH`: check a recorded admission trace (JSON Lines).
 
-Exit status (ORC-TR-11): 0 when the bound holds and no recorded decision is
-forbidden, 1 when something is forbidden or the bound is broken, 2 when the
-file cannot be read or a line breaks the schema -- then one line on stderr
-names the file, the line and the field, and there is no traceback (ORC-TR-9).
+PATH is one trace file or a trace folder (`serve --trace DIR`: one
+`server-<i>.jsonl` per server, ORC-TR-13). Exit status (ORC-TR-11): 0 when
+the bound holds and no recorded decision is forbidden, 1 when something is
+forbidden or the bound is broken, 2 when the input cannot be read or a line
+breaks the schema -- then one line on stderr names the file, the line and
+the field, and there is no traceback (ORC-TR-9). Time and memory grow with
+the number of events only (ORC-TR-12).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Callable
 
+from queueref.commands.args import exit_codes, int_at_least
+from queueref.events import AdmissionEvent
 from queueref.oracle.errors import TraceFormatError
-from queueref.oracle.trace_check import MODES, check_admission_trace, read_trace
+from queueref.oracle.trace_check import (
+    MODES,
+    check_admission_trace,
+    read_trace,
+    read_trace_folder,
+)
 
-HELP = "check a recorded admission trace (JSON Lines) against the bound and the decision rules"
+HELP = "check a recorded admission trace (a JSON Lines file or a serve --trace folder)"
 
-
-def _positive(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-
-    return parse
+EXIT_CODES = exit_codes(
+    "0  the bound holds and no recorded decision is forbidden",
+    "1  a forbidden decision, or the bound is broken",
+    "2  bad usage, or the trace cannot be read or breaks the schema (one line on stderr)",
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="the trace: one AdmissionEvent per line")
+    parser.add_argument(
+        "file",
+        metavar="PATH",
+        help="the trace: a file of one AdmissionEvent per line, or a folder of "
+        "server-<i>.jsonl files (serve --trace DIR)",
+    )
     parser.add_argument(
         "--cap",
         "--max-num-queued-reqs",
         dest="cap",
-        type=_positive(0),
+        type=int_at_least(0),
         required=True,
         help="M, the max_num_queued_reqs the servers ran with",
     )
     parser.add_argument(
         "--servers",
-        type=_positive(1),
+        type=int_at_least(1),
         default=None,
-        help="N, the number of API servers (default: 1 + the largest server index in the trace)",
+        help="N, the number of API servers (default: the number of files of a folder, or "
+        "1 + the largest server index of a file, whose indices must then be 0..N-1)",
     )
     parser.add_argument(
         "--max-n",
-        type=_positive(1),
+        type=int_at_least(1),
         default=1,
         help="W, the largest n (parallel samples) a request may have (default 1)",
     )
@@ -63,22 +72,57 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
+def _servers_of_file(
+    path: str, events: list[AdmissionEvent], numbers: list[int], num_servers: int | None
+) -> int:
+    """N for a single file: every index below it (ORC-TR-5), which a guess must not inflate."""
+    if num_servers is not None:
+        for event, number in zip(events, numbers, strict=True):
+            if event.server >= num_servers:
+                raise TraceFormatError(
+                    path,
+                    number,
+                    "server",
+                    f"server {event.server} is not below --servers {num_servers}",
+                )
+        return num_servers
+    seen = {event.server for event in events}
+    if not seen:
+        return 1  # an empty trace: one server, nothing to judge
+    largest = max(seen, default=0)
+    if largest + 1 != len(seen):
+        line = next(n for e, n in zip(events, numbers, strict=True) if e.server == largest)
+        raise TraceFormatError(
+            path,
+            line,
+            "server",
+            f"server {largest}, but only {len(seen)} server indices occur in the trace: "
+            "pass --servers N",
+        )
+    return largest + 1
+
+
 def run(args: argparse.Namespace) -> int:
-    """ORC-TR-9, ORC-TR-11: report, and exit 0 / 1, or 2 with one line on stderr."""
+    """ORC-TR-9, ORC-TR-11, ORC-TR-13: report, and exit 0 / 1, or 2 with one line on stderr."""
+    path = args.file
+    files: list[str] | None = None
     try:
-        events, numbers = read_trace(args.file)
+        if os.path.isdir(path):
+            folder = read_trace_folder(path, args.servers)
+            events, numbers, files = folder.events, folder.numbers, folder.files
+            num_servers = folder.num_servers
+        else:
+            events, numbers = read_trace(path)
+            num_servers = _servers_of_file(path, events, numbers, args.servers)
     except TraceFormatError as error:
         print(f"queueref check-trace: {error}", file=sys.stderr)
         return 2
     except OSError as error:
-        print(f"queueref check-trace: cannot read {args.file}: {error.strerror}", file=sys.stderr)
+        print(
+            f"queueref check-trace: cannot read {path}: {error.strerror or error}",
+            file=sys.stderr,
+        )
         return 2
-    except UnicodeDecodeError as error:
-        print(f"queueref check-trace: {args.file} is not UTF-8 text: {error}", file=sys.stderr)
-        return 2
-    num_servers = args.servers
-    if num_servers is None:
-        num_servers = 1 + max((event.server for event in events), default=0)
     report = check_admission_trace(
         events,
         num_servers,
@@ -86,9 +130,10 @@ def run(args: argparse.Namespace) -> int:
         args.max_n,
         mode=args.mode,
         line_numbers=numbers,
+        files=files,
     )
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
-        print(f"{args.file}: {report.summary()}")
+        print(f"{path}: {report.summary()}")
     return 0 if report.ok else 1

@@ -1,52 +1,84 @@
 """`queueref experiment`: serve + load for every admission mode, and the table.
 
 For `local`, `shared` and `reserve` in turn: start N real HTTP server
-processes (`queueref.http_server`), drive them with the built-in client
+processes (`queueref.http_group`), drive them with the built-in client
 (`queueref.loadgen`), stop them, and compute the exact maximum global
 in-flight count from the servers' admit/finish records against the mode's
 bound (E2E-EXP-1). `--plot FILE.png` draws global in-flight over time per
-mode against the cap (needs matplotlib; skipped with a note otherwise).
+mode against each mode's bound (needs matplotlib; skipped with a note
+otherwise); `--json` prints the rows as JSON (E2E-EXP-2). Output paths are
+checked before any server starts; one progress line per mode goes to stderr
+(E2E-CLI-4).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
-from queueref.experiment import format_table, plot, run_experiment
-from queueref.http_server import SERVE_MODES, PortInUseError
-from queueref.loadgen import LoadError, parse_duration
+from queueref.commands.args import (
+    add_quiet,
+    duration,
+    exit_codes,
+    finite_float,
+    int_at_least,
+    progress_line,
+    show_progress,
+)
+from queueref.experiment import ModeResult, check_output_path, format_table, plot, run_experiment
+from queueref.http_group import SERVE_MODES, PortInUseError
+from queueref.loadgen import LoadError
 
 HELP = "run serve + load for each admission mode and print max global in-flight vs the bound"
 
+EXIT_CODES = exit_codes(
+    "0  every mode stays within its bound and no recorded decision is forbidden",
+    "1  a bound is broken or a recorded decision is forbidden",
+    "2  bad usage, a port in use, an unwritable --plot or --trace-dir (one line on stderr)",
+)
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--servers", type=int, default=4, help="N, API server processes (4)")
+    parser.add_argument(
+        "--servers", type=int_at_least(1), default=4, help="N, API server processes (4)"
+    )
     parser.add_argument(
         "--cap",
         "--max-num-queued-reqs",
         dest="cap",
-        type=int,
+        type=int_at_least(0),
         default=10,
         help="M, max_num_queued_reqs (10)",
     )
-    parser.add_argument("--concurrency", type=int, default=80, help="clients (80)")
-    parser.add_argument("--duration", default="10s", help="load per mode, e.g. 5s (10s)")
+    parser.add_argument("--concurrency", type=int_at_least(1), default=80, help="clients (80)")
     parser.add_argument(
-        "--service-time-ms", type=float, default=200.0, help="simulated engine time (200)"
+        "--duration", type=duration, default=10.0, help="load per mode, e.g. 5s (10s)"
+    )
+    parser.add_argument(
+        "--service-time-ms",
+        type=finite_float(0.0),
+        default=200.0,
+        help="simulated engine time (200)",
     )
     parser.add_argument(
         "--modes",
         default=",".join(SERVE_MODES),
         help="comma-separated modes to run (default local,shared,reserve)",
     )
-    parser.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
-    parser.add_argument("--plot", metavar="FILE.png", default=None, help="draw in-flight vs time")
+    parser.add_argument(
+        "--port", type=int_at_least(0, 65535), default=0, help="port (default 0: any free port)"
+    )
+    parser.add_argument(
+        "--plot", metavar="FILE.png", default=None, help="draw in-flight vs time, e.g. build/x.png"
+    )
     parser.add_argument(
         "--trace-dir",
         default=None,
         help="keep each mode's per-server records in DIR/<mode>/server-<i>.jsonl",
     )
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    add_quiet(parser)
 
 
 def _fail(message: str) -> int:
@@ -54,29 +86,53 @@ def _fail(message: str) -> int:
     return 2
 
 
+def _notes(result: ModeResult) -> list[str]:
+    extra = []
+    if result.trace.violations:
+        extra.append(f"{len(result.trace.violations)} forbidden decision(s)")
+    if result.admitted != result.departed:
+        extra.append(f"{result.admitted - result.departed} admitted slot(s) never finished")
+    if any(result.final_slots):
+        extra.append(f"slots not back to 0: {result.final_slots}")
+    if result.crashed:
+        extra.append(f"crashed servers: {result.crashed}")
+    return extra
+
+
 def run(args: argparse.Namespace) -> int:
-    """E2E-EXP-1, E2E-CLI-1: print the table; exit 1 when a bound is broken."""
-    if args.servers < 1:
-        return _fail(f"--servers must be >= 1, got {args.servers}")
-    if args.cap < 0:
-        return _fail(f"--cap must be >= 0, got {args.cap}")
-    if args.concurrency < 1:
-        return _fail(f"--concurrency must be >= 1, got {args.concurrency}")
+    """E2E-EXP-1, E2E-EXP-2, E2E-CLI-1: print the table; exit 1 when a bound is broken."""
     modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
     unknown = [mode for mode in modes if mode not in SERVE_MODES]
     if unknown or not modes:
         return _fail(f"--modes must name some of {', '.join(SERVE_MODES)}, got {args.modes!r}")
     try:
-        duration = parse_duration(args.duration)
+        # E2E-EXP-2: every output path is checked before any server starts.
+        if args.plot is not None:
+            check_output_path(args.plot)
+        if args.trace_dir is not None:
+            check_output_path(f"{args.trace_dir}/{modes[0]}/server-0.jsonl")
+    except OSError as error:
+        where = f"{error.filename}: " if error.filename else ""
+        return _fail(f"cannot write {where}{error.strerror or error}")
+
+    def progress(result: ModeResult) -> None:
+        progress_line(
+            "experiment",
+            f"{result.mode}: max in flight {result.max_in_flight} (bound {result.bound}), "
+            f"{result.load.ok} answered 200, {result.load.busy} answered 503",
+        )
+
+    try:
         results = run_experiment(
             num_servers=args.servers,
             cap=args.cap,
             concurrency=args.concurrency,
-            duration=duration,
+            duration=args.duration,
             service_time_ms=args.service_time_ms,
             modes=modes,
             port=args.port,
             trace_dir=args.trace_dir,
+            progress=progress if show_progress(args) else None,
         )
     except PortInUseError as error:
         return _fail(str(error.strerror))
@@ -84,26 +140,20 @@ def run(args: argparse.Namespace) -> int:
         return _fail(str(error))
     except KeyboardInterrupt:
         return _fail("interrupted")
-    print(
-        f"{args.servers} API servers, cap M={args.cap}, {args.concurrency} clients, "
-        f"{duration:g} s per mode, service time {args.service_time_ms:g} ms"
-    )
-    print(format_table(results))
-    for result in results:
-        extra = []
-        if result.trace.violations:
-            extra.append(f"{len(result.trace.violations)} forbidden decision(s)")
-        if result.admitted != result.departed:
-            extra.append(f"{result.admitted - result.departed} admitted slot(s) never finished")
-        if any(result.final_slots):
-            extra.append(f"slots not back to 0: {result.final_slots}")
-        if result.crashed:
-            extra.append(f"crashed servers: {result.crashed}")
-        if extra:
-            print(f"{result.mode}: " + "; ".join(extra))
-    if args.plot:
-        if plot(results, args.plot):
+    plotted = plot(results, args.plot) if args.plot else None
+    if args.json:
+        print(json.dumps([result.to_dict() for result in results], indent=2))
+    else:
+        print(
+            f"{args.servers} API servers, cap M={args.cap}, {args.concurrency} clients, "
+            f"{args.duration:g} s per mode, service time {args.service_time_ms:g} ms"
+        )
+        print(format_table(results))
+        for result in results:
+            if _notes(result):
+                print(f"{result.mode}: " + "; ".join(_notes(result)))
+        if plotted:
             print(f"plot written to {args.plot}")
-        else:
+        elif plotted is False:
             print("matplotlib is not installed: no plot (pip install queueref[plot])")
-    return 0 if all(r.max_in_flight <= r.bound and r.trace.ok for r in results) else 1
+    return 0 if all(r.within_bound and r.trace.ok for r in results) else 1

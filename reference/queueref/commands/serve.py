@@ -2,9 +2,12 @@
 
 Each process is a uvicorn-served ASGI app with its own `RequestTracker` and
 `AdmissionController` over the counter array the parent allocated
-(`queueref.http_server`). Ctrl-C or SIGTERM stops every process and frees the
-port; a crashed server is reported and its slot reclaimed (E2E-SRV-4). Bad
-input is one line on stderr and a non-zero exit (E2E-CLI-1).
+(`queueref.http_group`). `--trace DIR` gets one `server-<i>.jsonl` per
+server, written as the run goes (E2E-TRACE-1). The parent supervises: a
+server silent for `--worker-timeout` is killed, a dead one has its slot
+reclaimed and is restarted (E2E-SRV-7). Ctrl-C or SIGTERM stops every process
+and frees the port (E2E-SRV-4). Bad input is one line on stderr and exit 2,
+before anything starts (E2E-CLI-1).
 """
 
 from __future__ import annotations
@@ -12,24 +15,31 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import tempfile
 import time
 from types import FrameType
 
-from queueref.events import write_jsonl
-from queueref.http_server import SERVE_MODES, HttpServers, PortInUseError, port_is_free
+from queueref.commands.args import duration, exit_codes, finite_float, int_at_least
+from queueref.http_group import SERVE_MODES, HttpServers, PortInUseError, port_is_free
 
 HELP = "run N real HTTP API server processes sharing one max_num_queued_reqs"
 
+EXIT_CODES = exit_codes(
+    "0  stopped by Ctrl-C, SIGTERM or --duration",
+    "1  every server process exited (and none was restarted)",
+    "2  bad usage, the port in use, or the trace folder not writable (one line on stderr)",
+)
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--servers", type=int, default=4, help="N, API server processes (4)")
+    parser.add_argument(
+        "--servers", type=int_at_least(1), default=4, help="N, API server processes (4)"
+    )
     parser.add_argument(
         "--max-num-queued-reqs",
         "--max_num_queued_reqs",
         "--cap",
         dest="cap",
-        type=int,
+        type=int_at_least(0),
         default=10,
         help="M, the cap on unfinished requests (10)",
     )
@@ -41,25 +51,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(vLLM 0.30.0); reserve: write-then-check (exact cap). Default shared.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="listen address (127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="listen port (8000; 0 = any)")
+    parser.add_argument(
+        "--port", type=int_at_least(0, 65535), default=8000, help="listen port (8000; 0 = any)"
+    )
     parser.add_argument(
         "--service-time-ms",
-        type=float,
+        type=finite_float(0.0),
         default=200.0,
         help="how long the simulated engine holds a request (200, +-20%% jitter)",
     )
     parser.add_argument(
         "--trace",
-        metavar="FILE",
+        metavar="DIR",
         default=None,
-        help="write every server's admit/reject/finish records, merged, to FILE (JSON Lines) "
-        "for `queueref check-trace`",
+        help="write each server's admit/reject/finish/abort records to DIR/server-<i>.jsonl "
+        "as they happen, for `queueref check-trace DIR`",
     )
     parser.add_argument(
         "--duration",
-        type=float,
+        type=duration,
         default=None,
-        help="stop after this many seconds (default: until Ctrl-C / SIGTERM)",
+        help="stop after this long, e.g. 30s, 500ms (default: until Ctrl-C / SIGTERM)",
+    )
+    parser.add_argument(
+        "--worker-timeout",
+        type=duration,
+        default=10.0,
+        help="kill and restart a server whose event loop is silent this long (10s)",
+    )
+    parser.add_argument(
+        "--restart",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="restart a server that crashed or hung (default on)",
     )
 
 
@@ -69,29 +93,14 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """E2E-SRV-1, E2E-SRV-4, E2E-CLI-1: serve until stopped; one line per bad input."""
-    if args.servers < 1:
-        return _fail(f"--servers must be >= 1, got {args.servers}")
-    if args.cap < 0:
-        return _fail(f"--max-num-queued-reqs must be >= 0, got {args.cap}")
-    if not 0 <= args.port <= 65535:
-        return _fail(f"--port must be in 0..65535, got {args.port}")
-    if args.service_time_ms < 0:
-        return _fail(f"--service-time-ms must be >= 0, got {args.service_time_ms}")
+    """E2E-SRV-1, E2E-SRV-4, E2E-SRV-7, E2E-CLI-1: serve until stopped; one line per bad input."""
     stop = False
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         nonlocal stop
-        del frame
+        del signum, frame
         stop = True
 
-    # E2E-SRV-4: Ctrl-C (SIGINT, which the terminal also sends to every child) and SIGTERM
-    # both stop the loop; `close` then stops, joins and reaps every process.
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    trace_dir = None
-    scratch = tempfile.TemporaryDirectory(prefix="queueref-serve-") if args.trace else None
-    if scratch is not None:
-        trace_dir = scratch.name
     servers = HttpServers(
         args.servers,
         args.cap,
@@ -99,8 +108,13 @@ def run(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         service_time_ms=args.service_time_ms,
-        trace_dir=trace_dir,
+        trace_dir=args.trace,
+        worker_timeout=args.worker_timeout,
+        restart=args.restart,
     )
+    # E2E-SRV-4: Ctrl-C (SIGINT, which the terminal also sends to every child) and SIGTERM
+    # both stop the loop; `close` then stops, joins and reaps every process.
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     code = 0
     try:
         try:
@@ -108,14 +122,16 @@ def run(args: argparse.Namespace) -> int:
         except PortInUseError as error:
             return _fail(str(error.strerror))
         except OSError as error:
-            return _fail(f"cannot listen on {args.host}:{args.port}: {error.strerror or error}")
+            where = error.filename or f"{args.host}:{args.port}"
+            return _fail(f"cannot use {where}: {error.strerror or error}")
         except (RuntimeError, TimeoutError) as error:
             return _fail(str(error))
-        pids = [p.pid for p in servers.group.processes]
+        trace = f"; records in {args.trace}/server-<i>.jsonl" if args.trace else ""
         print(
             f"queueref serve: {args.servers} API server process(es), admission {args.admission}, "
             f"cap {args.cap}, on http://{args.host}:{servers.port} "
-            f"(POST /v1/completions, GET /metrics); pids {pids}; Ctrl-C to stop",
+            f"(POST /v1/completions, GET /metrics); pids {servers.pids()}{trace}; "
+            "Ctrl-C to stop",
             flush=True,
         )
         deadline = None if args.duration is None else time.monotonic() + args.duration
@@ -136,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
         servers.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        for problem in servers.result.problems:
+            print(f"queueref serve: {problem}", file=sys.stderr)
         if servers.started:
             free = port_is_free(args.host, servers.port)
             print(
@@ -143,9 +161,4 @@ def run(args: argparse.Namespace) -> int:
                 f"port {servers.port} {'free' if free else 'STILL IN USE'}",
                 flush=True,
             )
-        if args.trace and servers.started:
-            count = write_jsonl(servers.result.events, args.trace)
-            print(f"queueref serve: {count} records written to {args.trace}", flush=True)
-        if scratch is not None:
-            scratch.cleanup()
     return code

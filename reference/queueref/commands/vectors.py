@@ -16,6 +16,11 @@ from queueref.oracle.vectors import read_vectors, write_vectors
 
 HELP = "write the request-queue and admission test vectors (JSON) and replay them"
 
+EXIT_CODES = """exit status:
+  0  every case written and replayed in agreement
+  1  a case disagrees with the reference
+  2  bad usage, or the tree cannot be written (one line on stderr)"""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, metavar="DIR", help="the directory to write")
@@ -28,6 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write, read back, replay; report in a few lines."""
+    if not args.out.strip():
+        # E2E-CLI-2: an empty path would write into the current folder.
+        print("queueref vectors: --out must name a directory, got ''", file=sys.stderr)
+        return 2
     try:
         written = write_vectors(args.out)
     except OSError as error:

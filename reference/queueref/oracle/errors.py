@@ -86,12 +86,13 @@ class HypothesisMissing(ModuleNotFoundError):
 class TraceFormatError(ValueError):
     """A line of a recorded trace breaks the event schema (ORC-TR-9).
 
-    `line` is the 1-based line number, `field` the offending field (or None
-    when the line is not a JSON object at all).
+    `line` is the 1-based line number (0 when the problem is the file or the
+    folder itself), `field` the offending field (or None when the line is not
+    a JSON object at all).
     """
 
     def __init__(self, path: str, line: int, field: str | None, problem: str) -> None:
-        where = f"{path}:{line}"
+        where = f"{path}:{line}" if line else path  # line 0: about the file, not a line
         what = f"field {field!r}: " if field is not None else ""
         super().__init__(f"{where}: {what}{problem}")
         self.path = path

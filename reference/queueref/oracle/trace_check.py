@@ -27,10 +27,11 @@ protocols of `queueref.servers`:
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -39,7 +40,7 @@ from queueref.events import AdmissionEvent, max_admitted_in_flight, max_in_fligh
 from queueref.models.protocol import bound as protocol_bound
 from queueref.models.protocol import parse_protocol
 from queueref.oracle.errors import TraceFormatError
-from queueref.tracker import child_request_ids
+from queueref.tracker import child_request_id
 from queueref.validators import is_int_at_least
 
 #: The modes `check_admission_trace` knows (ORC-TR-10).
@@ -57,9 +58,31 @@ _FIELD_IN_MESSAGE = re.compile(r"\b(t_before|t|server|event|request_id|n|view)\b
 # Reading
 
 
+#: The longest line read (ORC-TR-12): a longer one is malformed, so memory stays bounded.
+MAX_LINE_CHARS: Final = 1 << 20
+
+#: How much of a bad value an error message quotes (ORC-TR-9: one short line).
+_MAX_PROBLEM_CHARS: Final = 200
+
+#: One trace file per server in a trace folder (E2E-TRACE-1): `server-<index>.jsonl`.
+_TRACE_FILE = re.compile(r"server-(0|[1-9][0-9]{0,6})\.jsonl")
+
+
+def trace_file(folder: str | os.PathLike[str], index: int) -> Path:
+    """The trace file of server `index` in a trace folder (E2E-TRACE-1)."""
+    return Path(folder) / f"server-{index}.jsonl"
+
+
 def _field_of(message: str) -> str | None:
     match = _FIELD_IN_MESSAGE.search(message)
     return match.group(1) if match else None
+
+
+def _short(problem: str) -> str:
+    problem = " ".join(problem.split())  # one line, whatever the value held
+    if len(problem) > _MAX_PROBLEM_CHARS:
+        return problem[:_MAX_PROBLEM_CHARS] + "...(cut)"
+    return problem
 
 
 def parse_event_line(line: str, path: str, number: int) -> AdmissionEvent:
@@ -68,6 +91,10 @@ def parse_event_line(line: str, path: str, number: int) -> AdmissionEvent:
         record = json.loads(line)
     except json.JSONDecodeError as exc:
         raise TraceFormatError(path, number, None, f"not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise TraceFormatError(path, number, None, "not valid JSON (nested too deeply)") from None
+    except ValueError as exc:  # e.g. an integer longer than Python reads (int_max_str_digits)
+        raise TraceFormatError(path, number, None, _short(f"not valid JSON ({exc})")) from None
     if not isinstance(record, dict):
         raise TraceFormatError(
             path, number, None, f"an event is a JSON object, got {type(record).__name__}"
@@ -77,20 +104,44 @@ def parse_event_line(line: str, path: str, number: int) -> AdmissionEvent:
             raise TraceFormatError(path, number, key, "missing")
     for key in record:
         if key not in REQUIRED_KEYS and key not in OPTIONAL_KEYS:
-            raise TraceFormatError(path, number, str(key), "unknown field")
+            raise TraceFormatError(path, number, _short(str(key)), "unknown field")
     try:
         return AdmissionEvent.from_json(line)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, RecursionError) as exc:
         message = str(exc)
         head, _, rest = message.partition(": ")
         problem = rest if _REQUIREMENT.fullmatch(head) else message  # drop the "ID: " prefix
-        raise TraceFormatError(path, number, _field_of(message), problem) from None
+        raise TraceFormatError(path, number, _field_of(message), _short(problem)) from None
+
+
+def _lines(path: str) -> Iterator[tuple[int, str]]:
+    """(number, text) of every non-blank line; too long or not UTF-8 is a `TraceFormatError`."""
+    with open(path, "rb") as stream:
+        number = 0
+        while True:
+            raw = stream.readline(MAX_LINE_CHARS + 1)
+            if not raw:
+                return
+            number += 1
+            if len(raw) > MAX_LINE_CHARS:
+                raise TraceFormatError(
+                    path, number, None, f"line longer than {MAX_LINE_CHARS} bytes"
+                )
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise TraceFormatError(
+                    path, number, None, f"not UTF-8 text ({exc.reason})"
+                ) from None
+            if text.strip():
+                yield number, text
 
 
 def read_trace(path: str | os.PathLike[str]) -> tuple[list[AdmissionEvent], list[int]]:
     """ORC-TR-9: the events of a JSON Lines trace and the line number of each.
 
-    Blank lines are skipped (as `read_jsonl` does).
+    Blank lines are skipped (as `read_jsonl` does). Time and memory grow with
+    the number of lines, never with the values in them (ORC-TR-12).
 
     :raises TraceFormatError: a line that breaks the schema (the first one)
     :raises OSError: the file cannot be read
@@ -98,13 +149,76 @@ def read_trace(path: str | os.PathLike[str]) -> tuple[list[AdmissionEvent], list
     name = os.fspath(path)
     events: list[AdmissionEvent] = []
     numbers: list[int] = []
-    with open(name, encoding="utf-8") as stream:
-        for number, line in enumerate(stream, start=1):
-            if not line.strip():
-                continue
-            events.append(parse_event_line(line, name, number))
-            numbers.append(number)
+    for number, line in _lines(name):
+        events.append(parse_event_line(line, name, number))
+        numbers.append(number)
     return events, numbers
+
+
+@dataclass(frozen=True)
+class TraceFolder:
+    """The merged events of a trace folder, with the file and line of each (ORC-TR-13)."""
+
+    num_servers: int
+    events: list[AdmissionEvent]
+    numbers: list[int]
+    files: list[str]
+
+
+def read_trace_folder(
+    folder: str | os.PathLike[str], num_servers: int | None = None
+) -> TraceFolder:
+    """ORC-TR-13: the `server-<i>.jsonl` files of a folder, merged in order of `t`.
+
+    The files must be `server-0.jsonl` .. `server-<N-1>.jsonl` with none
+    missing (N is `num_servers` when given, else one more than the largest index), and
+    every event of `server-<i>.jsonl` must be of server `i`. The merge keeps
+    each file's own order, so time going backwards on one server is still
+    seen (ORC-TR-6).
+
+    :raises TraceFormatError: a malformed line, a misplaced event, a stray or missing file
+    :raises OSError: the folder cannot be read
+    """
+    name = os.fspath(folder)
+    indices = sorted(
+        int(match.group(1))
+        for entry in os.listdir(name)
+        if (match := _TRACE_FILE.fullmatch(entry)) is not None
+    )
+    if not indices:
+        raise TraceFormatError(name, 0, None, "no server-<i>.jsonl trace file in this folder")
+    count = indices[-1] + 1 if num_servers is None else num_servers
+    if num_servers is None and indices != list(range(count)):
+        missing = sorted(set(range(count)) - set(indices))
+        raise TraceFormatError(
+            name, 0, "server", f"the trace files of servers {missing} are missing"
+        )
+    for index in indices:
+        if index >= count:
+            raise TraceFormatError(
+                str(trace_file(name, index)),
+                0,
+                "server",
+                f"a trace file of server {index}, but there are {count} servers "
+                f"(server-0.jsonl .. server-{count - 1}.jsonl)",
+            )
+    per_file: list[list[tuple[AdmissionEvent, int, str]]] = []
+    for index in indices:
+        path = str(trace_file(name, index))
+        events, numbers = read_trace(path)
+        for event, number in zip(events, numbers, strict=True):
+            if event.server != index:
+                raise TraceFormatError(
+                    path, number, "server", f"server {event.server} in the file of server {index}"
+                )
+        per_file.append([(e, n, path) for e, n in zip(events, numbers, strict=True)])
+    merged = list(heapq.merge(*per_file, key=lambda item: item[0].t))
+    return TraceFolder(
+        count,
+        [item[0] for item in merged],
+        [item[1] for item in merged],
+        [item[2] for item in merged],
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -119,9 +233,11 @@ class Violation:
     rule: str
     message: str
     event: AdmissionEvent
+    file: str | None = None  # set when the trace is a folder of per-server files
 
     def __str__(self) -> str:
-        return f"line {self.line}: {self.rule}: {self.message}"
+        where = f"{self.file}:{self.line}" if self.file is not None else f"line {self.line}"
+        return f"{where}: {self.rule}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -168,7 +284,13 @@ class TraceReport:
             "counts": dict(self.counts),
             "still_in_flight": self.still_in_flight,
             "violations": [
-                {"line": v.line, "rule": v.rule, "message": v.message, "event": v.event.to_json()}
+                {
+                    "file": v.file,
+                    "line": v.line,
+                    "rule": v.rule,
+                    "message": v.message,
+                    "event": v.event.to_json(),
+                }
                 for v in self.violations
             ],
         }
@@ -206,6 +328,75 @@ def trace_bound(mode: str, num_servers: int, max_num_queued_reqs: int, max_n: in
 # The replay
 
 
+@dataclass
+class _Live:
+    """A request in flight on one server: its `n` and the children already ended.
+
+    Children are never materialised (ORC-TR-12): child `k` of a request `r`
+    with `n > 1` is `f"{k}_{r}"` (ADM-TRK-1), alive while `k < n` and `k`
+    is not in `ended`, so memory grows with the events, not with `n`.
+    """
+
+    n: int
+    ended: set[int] = field(default_factory=set)
+
+    @property
+    def remaining(self) -> int:
+        return self.n - len(self.ended)
+
+
+_CHILD_ID = re.compile(r"(0|[1-9][0-9]{0,3999})_(.*)", re.DOTALL)
+
+
+def _split_child(request_id: str) -> tuple[int, str] | None:
+    """`(k, parent)` when `request_id` has the shape of a child id `k_parent`, else None."""
+    match = _CHILD_ID.fullmatch(request_id)
+    return (int(match.group(1)), match.group(2)) if match else None
+
+
+class _Server:
+    """What one server has in flight, rebuilt from its events (O(events) memory)."""
+
+    def __init__(self) -> None:
+        self.live: dict[str, _Live] = {}
+        # request ids that ended wholly -> their n (for "already ended" messages)
+        self.ended: dict[str, int] = {}
+        # live requests named like a child id `k_rest`: rest -> heap of k (lazy deletion)
+        self.prefixed: dict[str, list[int]] = {}
+        self.own = 0
+        self.last_t: float | None = None
+
+    def live_child(self, request_id: str) -> tuple[str, int] | None:
+        """`(parent, k)` when `request_id` is a child still in flight here."""
+        split = _split_child(request_id)
+        if split is None:
+            return None
+        k, parent = split
+        record = self.live.get(parent)
+        if record is None or record.n == 1 or k >= record.n or k in record.ended:
+            return None
+        return parent, k
+
+    def smallest_prefixed(self, rest: str) -> int | None:
+        """The smallest `k` of a live request named `f"{k}_{rest}"`, or None."""
+        heap = self.prefixed.get(rest)
+        while heap and f"{heap[0]}_{rest}" not in self.live:
+            heapq.heappop(heap)
+        return heap[0] if heap else None
+
+    def was_ended(self, request_id: str) -> bool:
+        if request_id in self.ended:
+            return True
+        split = _split_child(request_id)
+        if split is None:
+            return False
+        k, parent = split
+        record = self.live.get(parent)
+        if record is not None:
+            return record.n > 1 and k in record.ended
+        return parent in self.ended and k < self.ended[parent] and self.ended[parent] > 1
+
+
 class _Replay:
     """Per-server state rebuilt from the events: what is in flight, and since when."""
 
@@ -215,17 +406,21 @@ class _Replay:
         self.cap = cap
         self.max_n = max_n
         self.violations: list[Violation] = []
-        self.last_t: dict[int, float] = {}
-        # server -> request id -> the internal ids still in flight
-        self.live: dict[int, dict[str, set[str]]] = {}
-        # server -> internal id -> its request id
-        self.owner: dict[int, dict[str, str]] = {}
-        # server -> ids (request or internal) that were in flight and ended
-        self.ended: dict[int, set[str]] = {}
-        self.own: dict[int, int] = {}
+        self.servers: dict[int, _Server] = {}
+        self.file: str | None = None  # the file of the event being replayed (a folder)
 
     def flag(self, line: int, rule: str, message: str, event: AdmissionEvent) -> None:
-        self.violations.append(Violation(line, rule, message, event))
+        self.violations.append(Violation(line, rule, message, event, self.file))
+
+    def server(self, index: int) -> _Server:
+        state = self.servers.get(index)
+        if state is None:
+            state = self.servers[index] = _Server()
+        return state
+
+    @property
+    def still_in_flight(self) -> int:
+        return sum(state.own for state in self.servers.values())
 
     def step(self, line: int, event: AdmissionEvent) -> None:
         server = event.server
@@ -237,7 +432,8 @@ class _Replay:
                 f"(indices 0..{self.num_servers - 1})",
                 event,
             )
-        previous = self.last_t.get(server)
+        state = self.server(server)
+        previous = state.last_t
         if previous is not None and event.t < previous:
             self.flag(
                 line,
@@ -245,7 +441,7 @@ class _Replay:
                 f"time goes backwards on server {server}: t={event.t!r} after t={previous!r}",
                 event,
             )
-        self.last_t[server] = event.t if previous is None else max(previous, event.t)
+        state.last_t = event.t if previous is None else max(previous, event.t)
         if event.event == "admit":
             self.admit(line, event)
         elif event.event == "reject":
@@ -259,7 +455,7 @@ class _Replay:
         if view is None:
             return  # no request limit was read (e.g. a token-limit rejection): nothing to judge
         n, cap = event.n, self.cap
-        own = self.own.get(event.server, 0)
+        own = self.server(event.server).own
         if self.mode == "reserve":
             fits, rule_text = view <= cap, f"view {view} <= cap {cap}"
         else:
@@ -301,62 +497,82 @@ class _Replay:
                 f"admitted n={event.n} > max_n={self.max_n}: the bound assumes W={self.max_n}",
                 event,
             )
-        server = event.server
-        live = self.live.setdefault(server, {})
-        owner = self.owner.setdefault(server, {})
-        children = child_request_ids(event.request_id, event.n)
-        taken = [rid for rid in [event.request_id, *children] if rid in live or rid in owner]
+        state = self.server(event.server)
+        request_id = event.request_id
+        # The ids this admission would register: the request itself, and `k_<id>` for k < n.
+        taken: list[str] = []
+        if request_id in state.live or state.live_child(request_id) is not None:
+            taken.append(request_id)
+        if event.n > 1:
+            smallest = state.smallest_prefixed(request_id)
+            if smallest is not None and smallest < event.n:
+                taken.append(child_request_id(request_id, smallest))
         if taken:
             self.flag(
                 line,
                 "ORC-TR-4",
-                f"admitted {event.request_id!r} while {sorted(set(taken))} still in flight "
-                f"on server {server}",
+                f"admitted {request_id!r} while {sorted(set(taken))} still in flight "
+                f"on server {event.server}",
                 event,
             )
             return
-        live[event.request_id] = set(children)
-        for child in children:
-            owner[child] = event.request_id
-        self.ended.setdefault(server, set()).difference_update([event.request_id, *children])
-        self.own[server] = self.own.get(server, 0) + event.n
+        state.live[request_id] = _Live(event.n)
+        state.ended.pop(request_id, None)
+        split = _split_child(request_id)
+        if split is not None:
+            heapq.heappush(state.prefixed.setdefault(split[1], []), split[0])
+        state.own += event.n
 
     def depart(self, line: int, event: AdmissionEvent) -> None:
         """ORC-TR-4: a finish or abort ends requests in flight on that server, n of them."""
-        server = event.server
-        live = self.live.setdefault(server, {})
-        owner = self.owner.setdefault(server, {})
+        state = self.server(event.server)
         target = event.request_id
-        if target in owner:
-            ending = [target]
-        elif target in live:
-            ending = sorted(live[target])
+        record = state.live.get(target)
+        child = state.live_child(target)
+        parent: str
+        if record is not None and record.n == 1:
+            parent, count = target, 1
+        elif child is not None:
+            parent, count = child[0], 1
+        elif record is not None:
+            parent, count = target, record.remaining
         else:
-            history = "already ended" if target in self.ended.get(server, set()) else "unknown"
+            history = "already ended" if state.was_ended(target) else "unknown"
             self.flag(
                 line,
                 "ORC-TR-4",
-                f"{event.event} of {target!r}, which is {history} on server {server}",
+                f"{event.event} of {target!r}, which is {history} on server {event.server}",
                 event,
             )
             return
-        if event.n != len(ending):
+        if event.n != count:
             self.flag(
                 line,
                 "ORC-TR-4",
                 f"{event.event} of {target!r} gives back n={event.n}, but it ends "
-                f"{len(ending)} internal request(s) in flight",
+                f"{count} internal request(s) in flight",
                 event,
             )
-        ended = self.ended.setdefault(server, set())
-        for rid in ending:
-            parent = owner.pop(rid)
-            live[parent].discard(rid)
-            ended.add(rid)
-            if not live[parent]:
-                del live[parent]
-                ended.add(parent)
-        self.own[server] = self.own.get(server, 0) - len(ending)
+        live = state.live[parent]
+        if child is not None:
+            live.ended.add(child[1])  # one child of a request with n > 1
+        if child is None or live.remaining == 0:
+            state.ended[parent] = state.live.pop(parent).n  # the whole request is over
+        state.own -= count
+
+
+def in_flight_requests(events: Iterable[AdmissionEvent], server: int) -> dict[str, int]:
+    """The requests of `server` still in flight after `events`, with the slots each holds.
+
+    What the parent gives back, as `abort` records, when it reclaims the
+    slot of a server that died (E2E-SRV-7). Events of other servers are
+    ignored; decisions are not judged here.
+    """
+    replay = _Replay("shared", server + 1, 0, 1)
+    for event in events:
+        if event.server == server and event.event != "reject":
+            replay.step(0, event)
+    return {rid: live.remaining for rid, live in replay.server(server).live.items()}
 
 
 def check_admission_trace(
@@ -367,6 +583,7 @@ def check_admission_trace(
     *,
     mode: str = "shared",
     line_numbers: Sequence[int] | None = None,
+    files: Sequence[str] | None = None,
 ) -> TraceReport:
     """Replay a recorded admission trace and report what the semantics forbid.
 
@@ -374,8 +591,10 @@ def check_admission_trace(
     mode and whether it holds; every forbidden decision is a `Violation`
     (ORC-TR-2 to ORC-TR-8), in trace order. `events` is a sequence of
     `AdmissionEvent` or the path of a JSON Lines trace (read strictly,
-    ORC-TR-9). `line_numbers` gives the line of each event for the report
-    (default: its 1-based position). `mode` is one of `MODES` (ORC-TR-10).
+    ORC-TR-9), or of a folder of per-server files (ORC-TR-13).
+    `line_numbers` gives the line of each event for the report (default: its
+    1-based position), `files` the file of each (a folder's events).
+    `mode` is one of `MODES` (ORC-TR-10).
 
     >>> from queueref.events import AdmissionEvent
     >>> trace = [
@@ -400,7 +619,11 @@ def check_admission_trace(
         )
     if not is_int_at_least(max_n, 1):
         raise ValueError(f"ORC-TR-10: max_n must be an int >= 1, got {max_n!r}")
-    if isinstance(events, (str, Path, os.PathLike)):
+    sources: list[str] | None = list(files) if files is not None else None
+    if isinstance(events, (str, Path, os.PathLike)) and os.path.isdir(events):
+        folder = read_trace_folder(events, num_servers)
+        trace, numbers, sources = folder.events, folder.numbers, folder.files
+    elif isinstance(events, (str, Path, os.PathLike)):
         trace, numbers = read_trace(events)
     else:
         trace = list(events)
@@ -409,19 +632,23 @@ def check_admission_trace(
         numbers = list(range(1, len(trace) + 1))
     if len(numbers) != len(trace):
         raise ValueError("ORC-TR-1: line_numbers must give one line per event")
+    if sources is not None and len(sources) != len(trace):
+        raise ValueError("ORC-TR-1: files must give one file per event")
     replay = _Replay(mode, num_servers, max_num_queued_reqs, max_n)
-    for number, event in zip(numbers, trace, strict=True):
+    for position, (number, event) in enumerate(zip(numbers, trace, strict=True)):
+        replay.file = sources[position] if sources is not None else None
         if not isinstance(event, AdmissionEvent):
             raise TypeError(f"ORC-TR-1: event {number} is not an AdmissionEvent: {event!r}")
         replay.step(number, event)
     measure = "max_in_flight"
     if mode in ("reserve", "locked"):
         missing = [
-            (number, event)
-            for number, event in zip(numbers, trace, strict=True)
+            (position, number, event)
+            for position, (number, event) in enumerate(zip(numbers, trace, strict=True))
             if event.event in ("finish", "abort") and event.t_before is None
         ]
-        for number, event in missing:
+        for position, number, event in missing:
+            replay.file = sources[position] if sources is not None else None
             replay.flag(
                 number,
                 "ORC-TR-10",
@@ -433,7 +660,7 @@ def check_admission_trace(
     largest = max_admitted_in_flight(trace) if measure != "max_in_flight" else max_in_flight(trace)
     bound = trace_bound(mode, num_servers, max_num_queued_reqs, max_n)
     counts = {kind: sum(1 for event in trace if event.event == kind) for kind in _KINDS}
-    violations = sorted(replay.violations, key=lambda violation: violation.line)
+    violations = sorted(replay.violations, key=lambda v: (v.file or "", v.line))
     return TraceReport(
         mode=mode,
         num_servers=num_servers,
@@ -446,5 +673,5 @@ def check_admission_trace(
         bound_holds=largest <= bound,
         violations=tuple(violations),
         counts=counts,
-        still_in_flight=sum(replay.own.values()),
+        still_in_flight=replay.still_in_flight,
     )
