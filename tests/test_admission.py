@@ -525,7 +525,9 @@ def test_token_rule_uses_only_the_own_tokens() -> None:
     stats = SharedAdmissionStats(buffer, 2, 0)
     tracker = RequestTracker(stats)
     tracker.add("mine", num_prompt_tokens=10)
-    controller = AdmissionController(5, 11, tracker=tracker, shared_stats=stats, token_scope="local")
+    controller = AdmissionController(
+        5, 11, tracker=tracker, shared_stats=stats, token_scope="local"
+    )
     buffer.log.clear()
     assert controller.check_admission() == 1
     assert buffer.reads() == [0, 8]

@@ -192,9 +192,7 @@ class AdmissionCheck:
     @property
     def done(self) -> bool:
         """Every slot of both passes has been read."""
-        return self._state.done(self._num_slots) and self._token_state.done(
-            self._num_token_slots
-        )
+        return self._state.done(self._num_slots) and self._token_state.done(self._num_token_slots)
 
     @property
     def is_open(self) -> bool:
@@ -316,6 +314,21 @@ class AdmissionCheck:
     def abandon(self) -> None:
         """Close the check without deciding, giving the reservations back."""
         self._give_back()
+
+
+def _within_token_limit(
+    rule: protocol.TokenRule, reserved: bool, own: int, tokens: int, limit: int
+) -> bool:
+    """What an admission implies for the own queued tokens, stated apart from the decision.
+
+    The own tokens are part of the view read, so `ge` (view < Mt) implies
+    own < Mt, and `fits` or a kept reservation (view + t <= Mt) implies
+    own + t <= Mt. Written out here, not through `protocol.admits_tokens`,
+    so that a broken decision step is caught (ADM-CTL-4, ADM-TOK-3).
+    """
+    if rule is protocol.TokenRule.GE and not reserved:
+        return own < limit
+    return own + tokens <= limit
 
 
 def _tracker_matches(tracker: RequestTracker | None, shared_stats: object) -> bool:
@@ -592,8 +605,9 @@ class AdmissionController:
     @icontract.ensure(
         lambda self, n, num_prompt_tokens: (
             self.max_num_queued_tokens is None
-            or protocol.admits_tokens(
-                protocol.TokenRule.FITS if self.reserves_tokens else self.token_rule,
+            or _within_token_limit(
+                self.token_rule,
+                self.reserves_tokens,
                 self.tracker.get_num_queued_tokens(),
                 n * num_prompt_tokens,
                 self.max_num_queued_tokens,

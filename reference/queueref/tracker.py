@@ -469,9 +469,7 @@ class RequestTracker:
         lambda self, tokens, OLD: self.num_reserved_tokens == OLD.reserved - tokens,
         "ADM-TOK-5: the rollback removes exactly the token reservation",
     )
-    @icontract.ensure(
-        lambda self: _own_tokens_current(self), "ADM-TOK-5: counter 1 is rolled back"
-    )
+    @icontract.ensure(lambda self: _own_tokens_current(self), "ADM-TOK-5: counter 1 is rolled back")
     def release_token_reservation(self, tokens: int) -> None:
         """Write a token reservation back: the rollback of a rejected check."""
         if not is_int_at_least(tokens, 0) or tokens > self._reserved_tokens:

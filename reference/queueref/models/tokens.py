@@ -41,7 +41,6 @@ from dataclasses import dataclass
 
 from queueref.models import protocol
 
-
 #: The one token decision lives in `protocol` (the controller decides with it too).
 Rule = protocol.TokenRule
 admits_tokens = protocol.admits_tokens
