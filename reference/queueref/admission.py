@@ -105,7 +105,7 @@ class AdmissionCheck:
     Made by `AdmissionController.start_check`; `read_next()` reads exactly one
     counter (one `__getitem__`): first counter 0 of every slot in index order
     (the request pass), then -- with a token limit -- counter 1 of every slot
-    in index order (the token pass, ADM-TOK-2). The request limit is decided
+    in index order (the token pass). The request limit is decided
     when its pass ends, before the first token read (vLLM 0.30.0's order:
     a request rejected by the request limit reads no tokens); `decide()`
     applies the token decision once every read is made.
@@ -222,7 +222,7 @@ class AdmissionCheck:
                 tracker.release_token_reservation(self._tokens)
 
     def _pass_request_limit(self) -> int | None:
-        """ADM-CTL-3: the request decision on the finished request pass (None: no limit)."""
+        """The request decision on the finished request pass (None: no limit)."""
         controller = self._controller
         limit = controller.max_num_queued_reqs
         if limit is None:
@@ -237,7 +237,7 @@ class AdmissionCheck:
         return view
 
     def _read_tokens(self) -> int:
-        """ADM-TOK-2: counter 1 of the next slot (shared) or the own tokens (local)."""
+        """Counter 1 of the next slot (shared) or the own tokens (local)."""
         if self._controller.token_scope == "shared":
             assert self._stats is not None  # a shared scope is only built with stats
             return self._stats.read_tokens_slot(self._token_state.next_slot)
@@ -287,7 +287,7 @@ class AdmissionCheck:
         """Admit (return the view read, None without a request limit) or raise.
 
         The request limit first (`QueueOverflowError`), then the token limit
-        (`MaxQueuedTokensError`, ADM-TOK-3) on the token view. A rejection gives
+        (`MaxQueuedTokensError`) on the token view. A rejection gives
         the reservations back, so it leaves every count as it was; an admission
         in write-then-check keeps them, for the tracker registration to take over.
         """
@@ -324,7 +324,7 @@ def _within_token_limit(
     The own tokens are part of the view read, so `ge` (view < Mt) implies
     own < Mt, and `fits` or a kept reservation (view + t <= Mt) implies
     own + t <= Mt. Written out here, not through `protocol.admits_tokens`,
-    so that a broken decision step is caught (ADM-CTL-4, ADM-TOK-3).
+    so that a broken decision step is caught.
     """
     if rule is protocol.TokenRule.GE and not reserved:
         return own < limit
@@ -338,7 +338,7 @@ def _tracker_matches(tracker: RequestTracker | None, shared_stats: object) -> bo
 def resolve_token_scope(
     token_scope: object, shared_stats: object, max_num_queued_tokens: object
 ) -> TokenScope:
-    """ADM-TOK-6: the scope a controller's token check uses.
+    """The scope a controller's token check uses.
 
     `None` (the default) is `"shared"` when there are shared stats and a token
     limit, else `"local"`; `"shared"` needs shared stats; anything else is a
@@ -454,7 +454,7 @@ class AdmissionController:
 
     @property
     def reserves_tokens(self) -> bool:
-        """Whether a check writes its tokens to counter 1 before reading (ADM-TOK-5).
+        """Whether a check writes its tokens to counter 1 before reading.
 
         Only write-then-check with a token limit in the shared scope: the local
         scope keeps vLLM 0.30.0's per-process token rule in every mode.
@@ -466,7 +466,7 @@ class AdmissionController:
         )
 
     def read_queued_tokens(self) -> int:
-        """The queued tokens the token check would read: one pass, not a snapshot (ADM-TOK-2).
+        """The queued tokens the token check would read: one pass, not a snapshot.
 
         The sum of counter 1 of every slot in the shared scope, else the own
         queued tokens plus token reservations. For gauges such as `/metrics`.
@@ -630,7 +630,7 @@ class AdmissionController:
         Returns the count the check read (None when there is no request
         limit). Raises `QueueOverflowError` when the request limit would be
         exceeded, then `MaxQueuedTokensError` when the queued prompt tokens
-        fail the token rule (ADM-TOK-3: by default `queued >= limit`, the
+        fail the token rule (by default `queued >= limit`, the
         request's own `n * num_prompt_tokens` not counted, as vLLM 0.30.0);
         a rejection changes no count. The reads are per slot, in index order:
         counter 0 of every slot, then counter 1 of every slot (shared scope).
@@ -654,12 +654,16 @@ class AdmissionController:
         error=ValueError,
     )
     @icontract.require(
+        lambda num_prompt_tokens: is_int_at_least(num_prompt_tokens, 0),
+        "ADM-TOK-3: num_prompt_tokens is an int >= 0",
+        error=ValueError,
+    )
+    @icontract.require(
         lambda self, n, num_prompt_tokens: (
-            is_int_at_least(num_prompt_tokens, 0)
-            and (
-                not self.reserves_tokens
-                or self.tracker.num_reserved_tokens >= n * num_prompt_tokens
-            )
+            not is_int_at_least(num_prompt_tokens, 0)  # refused by ADM-TOK-3's precondition
+            or not is_int_at_least(n, 1)  # refused by ADM-CTL-2's precondition
+            or not self.reserves_tokens
+            or self.tracker.num_reserved_tokens >= n * num_prompt_tokens
         ),
         "ADM-TOK-5: only a token reservation that is held can be given back",
         error=ValueError,

@@ -131,7 +131,7 @@ class APIServer:
         """Check and register in one synchronous step; raise `AdmissionRejected`.
 
         `num_prompt_tokens` is the prompt length p: the check is for `n`
-        requests and `n * p` tokens (ADM-TOK-3), the registration queues them.
+        requests and `n * p` tokens, the registration queues them.
 
         Returns the internal ids registered. A rejection registers nothing and
         changes no count. Events: `admit` is stamped right after the decision
@@ -205,7 +205,7 @@ class APIServer:
     def prefill_done(self, request_id: str) -> None:
         """The first output of an internal request arrived: its prompt leaves the count.
 
-        With shared tokens counter 1 of the own slot is written (ADM-TOK-4);
+        With shared tokens counter 1 of the own slot is written;
         an unknown id is a `KeyError` and nothing changes.
         """
         self.tracker.prefill_done(request_id)

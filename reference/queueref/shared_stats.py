@@ -106,8 +106,8 @@ class SharedAdmissionStats:
     `(i + 1) * COUNTERS_PER_SLOT - 1`, one 64-byte cache line, so that two
     servers' writes never invalidate each other's line (false sharing).
     Counter 0 of a slot is the server's unfinished-request count; counter 1
-    holds its queued prompt tokens when the tokens are shared (ADM-TOK-1,
-    else it stays 0). A server writes only its own slot; a reader sums
+    holds its queued prompt tokens when the tokens are shared (else it
+    stays 0). A server writes only its own slot; a reader sums
     counter 0 (or counter 1) of every slot, one slot at a time.
     """
 

@@ -24,7 +24,7 @@ Deliberate divergences from vLLM:
   private and only called on known states).
 * With `share_tokens` the tracker also writes its queued prompt tokens (plus
   token reservations) to counter 1 of its slot after `add`, `prefill_done`,
-  `finish` and `abort` (ADM-TOK-1); vLLM 0.30.0 keeps the token count in the
+  `finish` and `abort`; vLLM 0.30.0 keeps the token count in the
   process (`get_num_queued_tokens`) and writes no counter 1.
 """
 
@@ -123,7 +123,7 @@ class RequestTracker:
     `abort` and `finish` -- plus the reservation writes of write-then-check
     (`reserve`, `release_reservation`). Without shared stats nothing is
     written anywhere. With `share_tokens=True` (or after `share_tokens()`)
-    counter 1 of the slot holds the queued prompt tokens too (ADM-TOK-1).
+    counter 1 of the slot holds the queued prompt tokens too.
     """
 
     def __init__(
@@ -141,7 +141,7 @@ class RequestTracker:
 
     @property
     def shares_tokens(self) -> bool:
-        """Whether counter 1 of the own slot holds the queued tokens (ADM-TOK-1)."""
+        """Whether counter 1 of the own slot holds the queued tokens."""
         return self._shares_tokens
 
     @property
@@ -371,7 +371,7 @@ class RequestTracker:
         """The first output arrived: the request's prompt no longer queues.
 
         Not one of the three exits: counter 0 is not written. With shared tokens
-        counter 1 is (ADM-TOK-1). A request already out of prefill is left as it
+        counter 1 is. A request already out of prefill is left as it
         is (vLLM 0.30.0 clears `is_prefilling` on every output); an unknown id is
         a `KeyError` and nothing changes.
         """

@@ -132,7 +132,7 @@ def keeps_reservation(view: int, cap: int) -> bool:
 
 
 class TokenRule(StrEnum):
-    """How a check-then-write token check decides (OB-TOK-1, OB-TOK-2; ADM-TOK-3)."""
+    """How a check-then-write token check decides: upstream's `ge` or the `fits` opt-in."""
 
     GE = "ge"  # vLLM 0.30.0: reject iff queued >= Mt (the new request's tokens not counted)
     FITS = "fits"  # queueref's opt-in: reject iff queued + t > Mt
