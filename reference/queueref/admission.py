@@ -18,6 +18,11 @@ Deliberate divergences from vLLM:
   rejections. The default check-then-write is vLLM 0.30.0's.
 * Limits are validated at construction (vLLM 0.30.0 validates them in
   `SchedulerConfig`): negative or non-integer limits are a `ValueError`.
+* The token limit is shared when there are shared stats (`token_scope`,
+  default `"shared"` then): a second pass reads counter 1 of every slot.
+  vLLM 0.30.0 compares the process's own `get_num_queued_tokens()`; that is
+  `token_scope="local"`. The rule is vLLM 0.30.0's `>=` unless
+  `token_rule="fits"`, and write-then-check reserves the tokens too.
 """
 
 from __future__ import annotations
