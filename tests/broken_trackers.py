@@ -20,3 +20,20 @@ class LazyRefreshTracker(RequestTracker):
     def _refresh(self) -> None:
         if not self._in_add:
             super()._refresh()
+
+
+class StalePrefillTracker(RequestTracker):
+    """Deliberately broken: `prefill_done` leaves counter 1 as it was (the tokens stay queued)."""
+
+    _in_prefill_done = False
+
+    def prefill_done(self, request_id: str) -> None:
+        self._in_prefill_done = True
+        try:
+            super().prefill_done(request_id)
+        finally:
+            self._in_prefill_done = False
+
+    def _refresh_tokens(self) -> None:
+        if not self._in_prefill_done:
+            super()._refresh_tokens()

@@ -468,7 +468,12 @@ def test_reserve_without_request_limit_reserves_nothing() -> None:
     buffer = RecordingBuffer(16)
     stats = SharedAdmissionStats(buffer, 2, 0)
     controller = AdmissionController(
-        None, 10, tracker=RequestTracker(stats), shared_stats=stats, mode="reserve"
+        None,
+        10,
+        tracker=RequestTracker(stats),
+        shared_stats=stats,
+        mode="reserve",
+        token_scope="local",  # ADM-TOK-6: the shared scope reads counter 1 (tested below)
     )
     assert controller.check_admission(3) is None
     assert buffer.log == [] and controller.tracker.num_reserved == 0
@@ -523,13 +528,15 @@ def test_decision_contract_has_teeth(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_token_rule_uses_only_the_own_tokens() -> None:
-    """ADM-RISK-2: counter 1 of other slots is never read; the own tokens decide."""
+    """ADM-RISK-2: in the local token scope counter 1 is never read; the own tokens decide."""
     buffer = RecordingBuffer(16)
     buffer.values[9] = 10**9  # another server's "queued tokens" counter
     stats = SharedAdmissionStats(buffer, 2, 0)
     tracker = RequestTracker(stats)
     tracker.add("mine", num_prompt_tokens=10)
-    controller = AdmissionController(5, 11, tracker=tracker, shared_stats=stats)
+    controller = AdmissionController(
+        5, 11, tracker=tracker, shared_stats=stats, token_scope="local"
+    )
     buffer.log.clear()
     assert controller.check_admission() == 1
     assert buffer.reads() == [0, 8]

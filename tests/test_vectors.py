@@ -41,6 +41,18 @@ NOT_VECTORISED: dict[tuple[str, str], str] = {
     ("ADM", "SRV-2"): "the parent reaping the slot of a dead process",
     ("ADM", "SRV-3"): "stopping and joining processes",
     ("ADM", "RISK-3"): "the construction order of Python objects from a config mapping",
+    ("ADM", "TOK-1"): "the shared token limit (issue 15) is newer than the vector schema, "
+    "which has no counter-1 setup yet; it is tested in tests/test_admission_tokens.py",
+    ("ADM", "TOK-2"): "the shared token limit (issue 15) is newer than the vector schema, "
+    "which has no counter-1 setup yet; it is tested in tests/test_admission_tokens.py",
+    ("ADM", "TOK-3"): "the shared token limit (issue 15) is newer than the vector schema, "
+    "which has no counter-1 setup yet; it is tested in tests/test_admission_tokens.py",
+    ("ADM", "TOK-4"): "the shared token limit (issue 15) is newer than the vector schema, "
+    "which has no counter-1 setup yet; it is tested in tests/test_admission_tokens.py",
+    ("ADM", "TOK-5"): "the shared token limit (issue 15) is newer than the vector schema, "
+    "which has no counter-1 setup yet; it is tested in tests/test_admission_tokens.py",
+    ("ADM", "TOK-6"): "the shared token limit (issue 15) is newer than the vector schema, "
+    "which has no counter-1 setup yet; it is tested in tests/test_admission_tokens.py",
 }
 
 

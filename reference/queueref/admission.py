@@ -18,6 +18,11 @@ Deliberate divergences from vLLM:
   rejections. The default check-then-write is vLLM 0.30.0's.
 * Limits are validated at construction (vLLM 0.30.0 validates them in
   `SchedulerConfig`): negative or non-integer limits are a `ValueError`.
+* The token limit is shared when there are shared stats (`token_scope`,
+  default `"shared"` then): a second pass reads counter 1 of every slot.
+  vLLM 0.30.0 compares the process's own `get_num_queued_tokens()`; that is
+  `token_scope="local"`. The rule is vLLM 0.30.0's `>=` unless
+  `token_rule="fits"`, and write-then-check reserves the tokens too.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from queueref.validators import is_index, is_int, is_int_at_least, is_limit
 __all__ = [
     "CONFIG_KEY",
     "MODES",
+    "TOKEN_SCOPES",
     "AdmissionCheck",
     "AdmissionController",
     "AdmissionCounterBuffer",
@@ -55,6 +61,8 @@ __all__ = [
     "MaxQueuedTokensError",
     "QueueOverflowError",
     "SharedAdmissionStats",
+    "TokenRuleName",
+    "TokenScope",
     "allocate_admission_counters",
     "is_index",
     "is_int",
@@ -72,6 +80,13 @@ CONTROLLER_PROTOCOLS: Final = (
     protocol.Protocol.CHECK_THEN_WRITE,
     protocol.Protocol.WRITE_THEN_CHECK,
 )
+
+#: Where the token check reads (ADM-TOK-2): counter 1 of every slot, or the own count.
+TokenScope = Literal["shared", "local"]
+TOKEN_SCOPES: Final = ("shared", "local")
+
+#: How `token_rule=` may be spelled (ADM-TOK-3).
+TokenRuleName = Literal["ge", "fits"]
 
 #: Every accepted spelling of `mode=` and the protocol it runs (ADM-CTL-1).
 MODES: Final[dict[str, protocol.Protocol]] = {
@@ -93,25 +108,45 @@ class AdmissionCheck:
     """One admission check of one server, taken one slot read at a time.
 
     Made by `AdmissionController.start_check`; `read_next()` reads exactly one
-    slot (one `__getitem__`, counter 0, in index order, each slot once);
-    `decide()` applies the protocol's decision once every slot is read.
+    counter (one `__getitem__`): first counter 0 of every slot in index order
+    (the request pass), then -- with a token limit -- counter 1 of every slot
+    in index order (the token pass). The request limit is decided
+    when its pass ends, before the first token read (vLLM 0.30.0's order:
+    a request rejected by the request limit reads no tokens); `decide()`
+    applies the token decision once every read is made.
     `check_admission` is `start_check` + `read_next` until `done` + `decide`;
     tests and models drive the steps themselves to interleave other servers.
-    In write-then-check the reservation is already in the own slot when the
-    check is made, and every way out but admission gives it back.
+    In write-then-check the reservations (of `n` in counter 0 and of the
+    request's tokens in counter 1) are already in the own slot when the
+    check is made, and every way out but admission gives them back.
     """
 
-    __slots__ = ("_controller", "_stats", "_n", "_state", "_num_slots", "_reserved", "_open")
+    __slots__ = (
+        "_controller", "_stats", "_n", "_tokens", "_state", "_token_state", "_num_slots",
+        "_num_token_slots", "_reserved", "_tokens_reserved", "_request_passed", "_open",
+    )  # fmt: skip
 
     def __init__(
-        self, controller: AdmissionController, n: int, num_slots: int, reserved: bool
+        self,
+        controller: AdmissionController,
+        n: int,
+        num_slots: int,
+        reserved: bool,
+        tokens: int = 0,
+        num_token_slots: int = 0,
+        tokens_reserved: bool = False,
     ) -> None:
         self._controller = controller
         self._stats = controller.shared_stats
         self._n = n
+        self._tokens = tokens
         self._state = protocol.Check(n)
+        self._token_state = protocol.Check(tokens)
         self._num_slots = num_slots
+        self._num_token_slots = num_token_slots
         self._reserved = reserved
+        self._tokens_reserved = tokens_reserved
+        self._request_passed = False
         self._open = True
 
     @property
@@ -120,8 +155,13 @@ class AdmissionCheck:
         return self._n
 
     @property
+    def tokens(self) -> int:
+        """The prompt tokens the request adds: `n * num_prompt_tokens`."""
+        return self._tokens
+
+    @property
     def next_slot(self) -> int:
-        """The slot the next read reads."""
+        """The slot the next read of the request pass reads."""
         return self._state.next_slot
 
     @property
@@ -131,13 +171,33 @@ class AdmissionCheck:
 
     @property
     def view(self) -> int:
-        """The sum of the values read so far."""
+        """The sum of the counter-0 values read so far."""
         return self._state.view
 
     @property
+    def next_token_slot(self) -> int:
+        """The slot the next read of the token pass reads."""
+        return self._token_state.next_slot
+
+    @property
+    def num_token_slots(self) -> int:
+        """How many counters 1 the token pass reads (0: no token limit, 1: the local count)."""
+        return self._num_token_slots
+
+    @property
+    def token_view(self) -> int:
+        """The sum of the queued tokens read so far."""
+        return self._token_state.view
+
+    @property
+    def reads(self) -> int:
+        """How many reads this check has made, in both passes."""
+        return self._state.next_slot + self._token_state.next_slot
+
+    @property
     def done(self) -> bool:
-        """Every slot has been read."""
-        return self._state.done(self._num_slots)
+        """Every slot of both passes has been read."""
+        return self._state.done(self._num_slots) and self._token_state.done(self._num_token_slots)
 
     @property
     def is_open(self) -> bool:
@@ -146,42 +206,83 @@ class AdmissionCheck:
 
     @property
     def holds_reservation(self) -> bool:
-        """Whether the own slot holds this check's reservation right now."""
+        """Whether the own slot holds this check's reservation of `n` right now."""
         return self._open and self._reserved
 
+    @property
+    def holds_token_reservation(self) -> bool:
+        """Whether counter 1 of the own slot holds this check's `tokens` right now."""
+        return self._open and self._tokens_reserved
+
     def _give_back(self) -> None:
-        """Close the check; write the reservation back if one is held."""
+        """Close the check; write the reservations back if held."""
         if self._open:
             self._open = False
+            tracker = self._controller.tracker
             if self._reserved:
                 self._reserved = False
-                self._controller.tracker.release_reservation(self._n)
+                tracker.release_reservation(self._n)
+            if self._tokens_reserved:
+                self._tokens_reserved = False
+                tracker.release_token_reservation(self._tokens)
+
+    def _pass_request_limit(self) -> int | None:
+        """The request decision on the finished request pass (None: no limit)."""
+        controller = self._controller
+        limit = controller.max_num_queued_reqs
+        if limit is None:
+            return None
+        # ADM-CTL-5: with M = 0 no view + n (n >= 1) and no reservation fits.
+        view = self._state.view
+        if not self._request_passed and not protocol.admits(
+            controller.protocol, view, self._n, limit
+        ):
+            raise QueueOverflowError(view=view, n=self._n, limit=limit)
+        self._request_passed = True
+        return view
+
+    def _read_tokens(self) -> int:
+        """Counter 1 of the next slot (shared) or the own tokens (local)."""
+        if self._controller.token_scope == "shared":
+            assert self._stats is not None  # a shared scope is only built with stats
+            return self._stats.read_tokens_slot(self._token_state.next_slot)
+        tracker = self._controller.tracker
+        # ADM-RISK-2: the local scope reads the server's own tokens, never counter 1.
+        return tracker.get_num_queued_tokens() + tracker.num_reserved_tokens
 
     @icontract.require(lambda self: self.is_open, "ADM-CTL-7: the check is still open")
     @icontract.require(lambda self: not self.done, "ADM-CTL-7: a slot is left to read")
-    @icontract.snapshot(lambda self: self.next_slot, name="slot")
+    @icontract.snapshot(lambda self: self.reads, name="reads")
     @icontract.ensure(
-        lambda self, OLD: self.next_slot == OLD.slot + 1,
-        "ADM-CTL-7: one read advances by exactly one slot",
+        lambda self, OLD: self.reads == OLD.reads + 1,
+        "ADM-CTL-7, ADM-TOK-2: one read advances by exactly one slot of one pass",
     )
     def read_next(self) -> int:
-        """Read the next slot: one `__getitem__` of counter 0 of that slot.
+        """Read the next counter: one `__getitem__` of counter 0, then of counter 1.
 
-        Without shared stats the single "slot" is the local count (unfinished
-        requests plus outstanding reservations). A corrupt value or a failing
-        buffer gives the reservation back and raises.
+        Without shared stats the single "slot" of the request pass is the local
+        count (unfinished requests plus outstanding reservations); in the local
+        token scope the single token "slot" is the own queued tokens. The first
+        token read is preceded by the request decision: a `QueueOverflowError`
+        there reads no token. A rejection, a corrupt value or a failing buffer
+        gives the reservations back and raises.
         """
         try:
-            stats = self._stats
-            if stats is None:
-                tracker = self._controller.tracker
-                value = tracker.get_num_unfinished_requests() + tracker.num_reserved
-            else:
-                value = stats.read_slot(self._state.next_slot)
+            if not self._state.done(self._num_slots):
+                stats = self._stats
+                if stats is None:
+                    tracker = self._controller.tracker
+                    value = tracker.get_num_unfinished_requests() + tracker.num_reserved
+                else:
+                    value = stats.read_slot(self._state.next_slot)
+                self._state = self._state.read(value)
+                return value
+            self._pass_request_limit()
+            value = self._read_tokens()
         except BaseException:
             self._give_back()
             raise
-        self._state = self._state.read(value)
+        self._token_state = self._token_state.read(value)
         return value
 
     @icontract.require(lambda self: self.is_open, "ADM-CTL-7: the check is still open")
@@ -191,24 +292,24 @@ class AdmissionCheck:
         """Admit (return the view read, None without a request limit) or raise.
 
         The request limit first (`QueueOverflowError`), then the token limit
-        (`MaxQueuedTokensError`). A rejection gives a reservation
-        back, so it leaves every count as it was; an admission in
-        write-then-check keeps it, for the tracker registration to take over.
+        (`MaxQueuedTokensError`) on the token view. A rejection gives
+        the reservations back, so it leaves every count as it was; an admission
+        in write-then-check keeps them, for the tracker registration to take over.
         """
         controller = self._controller
         try:
-            limit = controller.max_num_queued_reqs
-            view: int | None = None
-            if limit is not None:
-                # ADM-CTL-5: with M = 0 no view + n (n >= 1) and no reservation fits.
-                view = self._state.view
-                if not protocol.admits(controller.protocol, view, self._n, limit):
-                    raise QueueOverflowError(view=view, n=self._n, limit=limit)
+            view = self._pass_request_limit()
             token_limit = controller.max_num_queued_tokens
-            # ADM-RISK-2: the server's own queued tokens, never counter 1 of any slot.
-            queued_tokens = controller.tracker.get_num_queued_tokens()
-            if is_token_backlog_full(queued_tokens, token_limit):
-                raise MaxQueuedTokensError(queued_tokens=queued_tokens, limit=token_limit)
+            if token_limit is not None:
+                queued = self._token_state.view
+                if self._tokens_reserved:
+                    admitted = protocol.keeps_reservation(queued, token_limit)
+                else:
+                    admitted = protocol.admits_tokens(
+                        controller.token_rule, queued, self._tokens, token_limit
+                    )
+                if not admitted:
+                    raise MaxQueuedTokensError(queued_tokens=queued, limit=token_limit)
         except BaseException:
             self._give_back()
             raise
@@ -216,12 +317,55 @@ class AdmissionCheck:
         return view
 
     def abandon(self) -> None:
-        """Close the check without deciding, giving a reservation back."""
+        """Close the check without deciding, giving the reservations back."""
         self._give_back()
+
+
+def _within_token_limit(
+    rule: protocol.TokenRule, reserved: bool, own: int, tokens: int, limit: int
+) -> bool:
+    """What an admission implies for the own queued tokens, stated apart from the decision.
+
+    The own tokens are part of the view read, so `ge` (view < Mt) implies
+    own < Mt, and `fits` or a kept reservation (view + t <= Mt) implies
+    own + t <= Mt. Written out here, not through `protocol.admits_tokens`,
+    so that a broken decision step is caught.
+    """
+    if rule is protocol.TokenRule.GE and not reserved:
+        return own < limit
+    return own + tokens <= limit
 
 
 def _tracker_matches(tracker: RequestTracker | None, shared_stats: object) -> bool:
     return tracker is None or tracker.shared_stats is shared_stats
+
+
+def resolve_token_scope(
+    token_scope: object, shared_stats: object, max_num_queued_tokens: object
+) -> TokenScope:
+    """The scope a controller's token check uses.
+
+    `None` (the default) is `"shared"` when there are shared stats and a token
+    limit, else `"local"`; `"shared"` needs shared stats; anything else is a
+    `ValueError`.
+
+    >>> resolve_token_scope(None, None, 100), resolve_token_scope("local", object(), 100)
+    ('local', 'local')
+    >>> resolve_token_scope(None, object(), 100), resolve_token_scope(None, object(), None)
+    ('shared', 'local')
+    """
+    if token_scope is None:
+        shared = shared_stats is not None and max_num_queued_tokens is not None
+        return "shared" if shared else "local"
+    if token_scope == "local":
+        return "local"
+    if token_scope == "shared":
+        if shared_stats is None:
+            raise ValueError("ADM-TOK-6: token_scope='shared' needs shared stats")
+        return "shared"
+    raise ValueError(
+        f"ADM-TOK-6: token_scope must be None, 'shared' or 'local', got {token_scope!r}"
+    )
 
 
 class AdmissionController:
@@ -262,6 +406,8 @@ class AdmissionController:
         tracker: RequestTracker | None = None,
         shared_stats: SharedAdmissionStats | None = None,
         mode: AdmissionMode | protocol.Protocol = "check-then-write",
+        token_rule: TokenRuleName | protocol.TokenRule = "ge",
+        token_scope: TokenScope | None = None,
     ) -> None:
         # ADM-CTL-1: the same checks, kept under `python -O` (no contracts).
         for name, value in (
@@ -277,11 +423,19 @@ class AdmissionController:
                 "ADM-CTL-1: the tracker must refresh the shared stats the controller reads "
                 "(pass the same SharedAdmissionStats to both)"
             )
+        if token_rule not in {rule.value for rule in protocol.TokenRule}:
+            raise ValueError(f"ADM-TOK-3: token_rule must be 'ge' or 'fits', got {token_rule!r}")
+        scope = resolve_token_scope(token_scope, shared_stats, max_num_queued_tokens)
         self._max_num_queued_reqs = max_num_queued_reqs
         self._max_num_queued_tokens = max_num_queued_tokens
         self._tracker = tracker if tracker is not None else RequestTracker(shared_stats)
         self._shared_stats = shared_stats
         self._protocol = MODES[mode]
+        self._token_rule = protocol.TokenRule(token_rule)
+        self._token_scope: TokenScope = scope
+        if scope == "shared":
+            # ADM-TOK-6: the shared check reads counter 1, so the own tracker must write it.
+            self._tracker.share_tokens()
 
     @property
     def max_num_queued_reqs(self) -> int | None:
@@ -292,6 +446,39 @@ class AdmissionController:
     def max_num_queued_tokens(self) -> int | None:
         """The per-server cap on queued prompt tokens (None: no cap)."""
         return self._max_num_queued_tokens
+
+    @property
+    def token_rule(self) -> protocol.TokenRule:
+        """How check-then-write decides the token limit: `ge` (vLLM 0.30.0) or `fits`."""
+        return self._token_rule
+
+    @property
+    def token_scope(self) -> TokenScope:
+        """`"shared"`: the token check sums counter 1 of every slot; `"local"`: the own tokens."""
+        return self._token_scope
+
+    @property
+    def reserves_tokens(self) -> bool:
+        """Whether a check writes its tokens to counter 1 before reading.
+
+        Only write-then-check with a token limit in the shared scope: the local
+        scope keeps vLLM 0.30.0's per-process token rule in every mode.
+        """
+        return (
+            self._protocol is protocol.Protocol.WRITE_THEN_CHECK
+            and self._max_num_queued_tokens is not None
+            and self._token_scope == "shared"
+        )
+
+    def read_queued_tokens(self) -> int:
+        """The queued tokens the token check would read: one pass, not a snapshot.
+
+        The sum of counter 1 of every slot in the shared scope, else the own
+        queued tokens plus token reservations. For gauges such as `/metrics`.
+        """
+        if self._token_scope == "shared" and self._shared_stats is not None:
+            return self._shared_stats.get_num_queued_tokens()
+        return self._tracker.get_num_queued_tokens() + self._tracker.num_reserved_tokens
 
     @property
     def tracker(self) -> RequestTracker:
@@ -331,22 +518,58 @@ class AdmissionController:
         ),
         "ADM-CTL-9: write-then-check writes its reservation first; check-then-write writes nothing",
     )
+    @icontract.require(
+        lambda num_prompt_tokens: is_int_at_least(num_prompt_tokens, 0),
+        "ADM-TOK-3: num_prompt_tokens is an int >= 0",
+        error=ValueError,
+    )
+    @icontract.snapshot(lambda self: self.tracker.num_reserved_tokens, name="reserved_tokens")
+    @icontract.ensure(
+        lambda self, n, num_prompt_tokens, OLD: (
+            self.tracker.num_reserved_tokens
+            == OLD.reserved_tokens + (n * num_prompt_tokens if self.reserves_tokens else 0)
+        ),
+        "ADM-TOK-5: write-then-check writes its tokens first; check-then-write writes none",
+    )
     @icontract.ensure(lambda self, result: result.is_open, "ADM-CTL-7: a started check is open")
-    def start_check(self, n: int = 1) -> AdmissionCheck:
-        """Start a check of a request of weight `n`; write-then-check reserves first."""
+    def start_check(self, n: int = 1, num_prompt_tokens: int = 1) -> AdmissionCheck:
+        """Start a check of `n` samples of a prompt of `num_prompt_tokens` tokens.
+
+        The request adds `n * num_prompt_tokens` queued tokens (vLLM 0.30.0: each
+        child is prefilling with the prompt's length). write-then-check reserves
+        first: `n` in counter 0 and, with a token limit, the tokens in counter 1.
+        Bad input raises `ValueError` and writes nothing.
+        """
         if not is_int_at_least(n, 1):
             raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
+        if not is_int_at_least(num_prompt_tokens, 0):
+            raise ValueError(
+                f"ADM-TOK-3: num_prompt_tokens must be an int >= 0, got {num_prompt_tokens!r}"
+            )
         if self._max_num_queued_reqs is None:
             num_slots = 0  # no request limit: nothing to read (vLLM 0.30.0 reads nothing)
         elif self._shared_stats is None:
             num_slots = 1  # the local count
         else:
             num_slots = self._shared_stats.client_count
+        if self._max_num_queued_tokens is None:
+            num_token_slots = 0  # no token limit: nothing to read
+        elif self._token_scope == "local" or self._shared_stats is None:
+            num_token_slots = 1  # the own queued tokens
+        else:
+            num_token_slots = self._shared_stats.client_count
+        tokens = n * num_prompt_tokens
         reserved = self.reserves
         if reserved:
             # ADM-CTL-9: the reservation is in the own slot before the first read.
             self._tracker.reserve(n)
-        return AdmissionCheck(self, n, num_slots, reserved)
+        tokens_reserved = self.reserves_tokens
+        if tokens_reserved:
+            # ADM-TOK-5: the token reservation is in counter 1 before the first read.
+            self._tracker.reserve_tokens(tokens)
+        return AdmissionCheck(
+            self, n, num_slots, reserved, tokens, num_token_slots, tokens_reserved
+        )
 
     @icontract.require(
         lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1", error=ValueError
@@ -385,27 +608,44 @@ class AdmissionController:
         "or view <= M (write-then-check)",
     )
     @icontract.ensure(
-        lambda self: (
+        lambda self, n, num_prompt_tokens: (
             self.max_num_queued_tokens is None
-            or self.tracker.get_num_queued_tokens() < self.max_num_queued_tokens
+            or _within_token_limit(
+                self.token_rule,
+                self.reserves_tokens,
+                self.tracker.get_num_queued_tokens(),
+                n * num_prompt_tokens,
+                self.max_num_queued_tokens,
+            )
         ),
-        "ADM-CTL-4: an admitted request found the token backlog below its limit",
+        "ADM-CTL-4, ADM-TOK-3: an admitted request found the own token backlog below its "
+        "limit (ge), or the own backlog plus its tokens within it (fits, write-then-check)",
     )
-    def check_admission(self, n: int = 1) -> int | None:
+    @icontract.snapshot(lambda self: self.tracker.num_reserved_tokens, name="reserved_tokens")
+    @icontract.ensure(
+        lambda self, n, num_prompt_tokens, OLD: (
+            self.tracker.num_reserved_tokens
+            == OLD.reserved_tokens + (n * num_prompt_tokens if self.reserves_tokens else 0)
+        ),
+        "ADM-TOK-5: a write-then-check admission keeps its token reservation",
+    )
+    def check_admission(self, n: int = 1, num_prompt_tokens: int = 1) -> int | None:
         """Admit a request of `n` parallel samples or raise `AdmissionRejected`.
 
         Returns the count the check read (None when there is no request
         limit). Raises `QueueOverflowError` when the request limit would be
-        exceeded, then `MaxQueuedTokensError` when the server's queued prompt
-        tokens reached the token limit; a rejection changes no count. The
-        read is per slot, in index order.
+        exceeded, then `MaxQueuedTokensError` when the queued prompt tokens
+        fail the token rule (by default `queued >= limit`, the
+        request's own `n * num_prompt_tokens` not counted, as vLLM 0.30.0);
+        a rejection changes no count. The reads are per slot, in index order:
+        counter 0 of every slot, then counter 1 of every slot (shared scope).
 
         The cap is approximate in check-then-write: check and write are not atomic
         across servers. In write-then-check an admission leaves its
-        reservation in the own slot; register the request with the tracker
-        (which takes the reservation over) or call `cancel_admission(n)`.
+        reservations in the own slot; register the request with the tracker
+        (which takes them over) or call `cancel_admission(n, num_prompt_tokens)`.
         """
-        check = self.start_check(n)
+        check = self.start_check(n, num_prompt_tokens)
         while not check.done:
             check.read_next()
         return check.decide()
@@ -418,20 +658,55 @@ class AdmissionController:
         "ADM-CTL-9: only a reservation that is held can be given back",
         error=ValueError,
     )
+    @icontract.require(
+        lambda num_prompt_tokens: is_int_at_least(num_prompt_tokens, 0),
+        "ADM-TOK-3: num_prompt_tokens is an int >= 0",
+        error=ValueError,
+    )
+    @icontract.require(
+        lambda self, n, num_prompt_tokens: (
+            not is_int_at_least(num_prompt_tokens, 0)  # refused by ADM-TOK-3's precondition
+            or not is_int_at_least(n, 1)  # refused by ADM-CTL-2's precondition
+            or not self.reserves_tokens
+            or self.tracker.num_reserved_tokens >= n * num_prompt_tokens
+        ),
+        "ADM-TOK-5: only a token reservation that is held can be given back",
+        error=ValueError,
+    )
     @icontract.snapshot(lambda self: self.tracker.num_reserved, name="reserved")
+    @icontract.snapshot(lambda self: self.tracker.num_reserved_tokens, name="reserved_tokens")
     @icontract.ensure(
         lambda self, n, OLD: (
             self.tracker.num_reserved == OLD.reserved - (n if self.reserves else 0)
         ),
         "ADM-CTL-9: cancelling gives exactly the reservation back",
     )
-    def cancel_admission(self, n: int = 1) -> None:
+    @icontract.ensure(
+        lambda self, n, num_prompt_tokens, OLD: (
+            self.tracker.num_reserved_tokens
+            == OLD.reserved_tokens - (n * num_prompt_tokens if self.reserves_tokens else 0)
+        ),
+        "ADM-TOK-5: cancelling gives exactly the token reservation back",
+    )
+    def cancel_admission(self, n: int = 1, num_prompt_tokens: int = 1) -> None:
         """Give back an admission that will not be registered.
 
-        In write-then-check this writes the reservation back; in check-then-write an
+        In write-then-check this writes the reservations back; in check-then-write an
         admission wrote nothing, so there is nothing to give back.
         """
         if not is_int_at_least(n, 1):
             raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
+        if not is_int_at_least(num_prompt_tokens, 0):
+            raise ValueError(
+                f"ADM-TOK-3: num_prompt_tokens must be an int >= 0, got {num_prompt_tokens!r}"
+            )
+        tokens = n * num_prompt_tokens
+        if self.reserves_tokens and tokens > self._tracker.num_reserved_tokens:
+            raise ValueError(
+                f"ADM-TOK-5: cannot give back {tokens} of "
+                f"{self._tracker.num_reserved_tokens} reserved tokens"
+            )
         if self.reserves:
             self._tracker.release_reservation(n)
+        if self.reserves_tokens:
+            self._tracker.release_token_reservation(tokens)

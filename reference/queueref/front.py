@@ -115,8 +115,23 @@ class APIServer:
         lambda self, OLD: self.tracker.num_reserved == OLD.reserved,
         "ADM-FRONT-1: the registration takes the reservation over (no double count)",
     )
+    @icontract.snapshot(lambda self: self.tracker.num_reserved_tokens, name="reserved_tokens")
+    @icontract.snapshot(lambda self: self.tracker.get_num_queued_tokens(), name="tokens")
+    @icontract.ensure(
+        lambda self, OLD: self.tracker.num_reserved_tokens == OLD.reserved_tokens,
+        "ADM-TOK-5: the registration takes the token reservation over (no double count)",
+    )
+    @icontract.ensure(
+        lambda self, n, num_prompt_tokens, OLD: (
+            self.tracker.get_num_queued_tokens() == OLD.tokens + n * num_prompt_tokens
+        ),
+        "ADM-TOK-1: an admitted request queues n * num_prompt_tokens",
+    )
     def admit(self, request_id: str, n: int = 1, num_prompt_tokens: int = 1) -> list[str]:
         """Check and register in one synchronous step; raise `AdmissionRejected`.
+
+        `num_prompt_tokens` is the prompt length p: the check is for `n`
+        requests and `n * p` tokens, the registration queues them.
 
         Returns the internal ids registered. A rejection registers nothing and
         changes no count. Events: `admit` is stamped right after the decision
@@ -127,7 +142,7 @@ class APIServer:
         self.tracker.check_new_request(request_id, n, num_prompt_tokens)
         with self._lock:
             try:
-                view = self._controller.check_admission(n)
+                view = self._controller.check_admission(n, num_prompt_tokens)
             except AdmissionRejected as rejection:
                 seen = rejection.view if isinstance(rejection, QueueOverflowError) else None
                 self._emit(self._clock(), "reject", request_id, n, seen)
@@ -137,7 +152,7 @@ class APIServer:
             try:
                 ids = self.tracker.add(request_id, n, num_prompt_tokens)
             except BaseException:
-                self._controller.cancel_admission(n)
+                self._controller.cancel_admission(n, num_prompt_tokens)
                 raise
         self._emit(t, "admit", request_id, n, view)
         return ids
@@ -188,5 +203,9 @@ class APIServer:
         return ended
 
     def prefill_done(self, request_id: str) -> None:
-        """The first output of an internal request arrived."""
+        """The first output of an internal request arrived: its prompt leaves the count.
+
+        With shared tokens counter 1 of the own slot is written;
+        an unknown id is a `KeyError` and nothing changes.
+        """
         self.tracker.prefill_done(request_id)

@@ -65,13 +65,13 @@ def _whole_buffer(counters: object) -> list[int] | None:
 
 
 def _only_own_counter_changed(
-    stats: SharedAdmissionStats, count: int, before: list[int] | None
+    stats: SharedAdmissionStats, count: int, before: list[int] | None, counter: int = 0
 ) -> bool:
-    """The frame condition of a write: counter 0 of the own slot, nothing else."""
+    """The frame condition of a write: counter `counter` of the own slot, nothing else."""
     if before is None:
         return True
     # Computed from the index, not from the cached offset, so a corrupt offset is caught.
-    own = stats.client_index * stats.COUNTERS_PER_SLOT + stats.REQUEST_COUNT
+    own = stats.client_index * stats.COUNTERS_PER_SLOT + counter
     expected = [count if index == own else value for index, value in enumerate(before)]
     return _whole_buffer(stats.counters) == expected
 
@@ -105,9 +105,10 @@ class SharedAdmissionStats:
     Server `i` owns slot `i`: counters `i * COUNTERS_PER_SLOT` to
     `(i + 1) * COUNTERS_PER_SLOT - 1`, one 64-byte cache line, so that two
     servers' writes never invalidate each other's line (false sharing).
-    Counter 0 of a slot is the server's unfinished-request count; counter 1 is
-    reserved for queued prompt tokens. A server writes only its
-    own slot; a reader sums counter 0 of every slot, one slot at a time.
+    Counter 0 of a slot is the server's unfinished-request count; counter 1
+    holds its queued prompt tokens when the tokens are shared (else it
+    stays 0). A server writes only its own slot; a reader sums
+    counter 0 (or counter 1) of every slot, one slot at a time.
     """
 
     # ADM-STATS-4: no lock -- one writer per slot, each slot its own cache line.
@@ -232,13 +233,71 @@ class SharedAdmissionStats:
 
         A negative value (or a non-integer) raises `AdmissionCounterError`.
         """
-        value = self._counters[client_index * self.COUNTERS_PER_SLOT + self.REQUEST_COUNT]
+        return self._read(client_index, self.REQUEST_COUNT)
+
+    def _read(self, client_index: int, counter: int) -> int:
+        """One `__getitem__` of counter `counter` of slot `client_index`, checked."""
+        value = self._counters[client_index * self.COUNTERS_PER_SLOT + counter]
         if (type(value) is not int and not is_int(value)) or value < 0:
             raise AdmissionCounterError(
-                f"ADM-CTL-8: slot {client_index} holds {value!r}, not a count; "
+                f"ADM-CTL-8: slot {client_index} counter {counter} holds {value!r}, not a count; "
                 "refusing to decide on a corrupt counter"
             )
         return value
+
+    @icontract.require(
+        lambda self, client_index: is_index(client_index, self.client_count),
+        "ADM-TOK-2: a slot index is in range",
+        error=IndexError,
+    )
+    @icontract.ensure(lambda result: result >= 0, "ADM-TOK-2: a token count read is never negative")
+    def read_tokens_slot(self, client_index: int) -> int:
+        """Counter 1 of slot `client_index` (its queued tokens): exactly one `__getitem__`.
+
+        A negative value (or a non-integer) raises `AdmissionCounterError`.
+        """
+        return self._read(client_index, self.QUEUED_TOKENS)
+
+    @icontract.require(
+        lambda count: is_int_at_least(count, 0),
+        "ADM-TOK-1: a token count is an int >= 0",
+        error=ValueError,
+    )
+    @icontract.snapshot(lambda self: _whole_buffer(self.counters), name="buffer")
+    @icontract.ensure(
+        lambda self, count, OLD: _only_own_counter_changed(
+            self, count, OLD.buffer, SharedAdmissionStats.QUEUED_TOKENS
+        ),
+        "ADM-TOK-1: a token write changes counter 1 of the writer's own slot and nothing else",
+    )
+    def set_num_queued_tokens(self, count: int) -> None:
+        """Write this server's queued prompt tokens to counter 1 of its own slot."""
+        if not is_int_at_least(count, 0):
+            raise ValueError(f"ADM-TOK-1: a token count must be an int >= 0, got {count!r}")
+        self._counters[self._slot_offset + self.QUEUED_TOKENS] = count
+
+    @icontract.ensure(lambda result: result >= 0, "ADM-TOK-2: the sum is never negative")
+    @icontract.ensure(
+        lambda self, result: (
+            not config.deep_checks()
+            or not is_private_buffer(self.counters)
+            or result
+            == sum(
+                self.counters[index * self.COUNTERS_PER_SLOT + self.QUEUED_TOKENS]
+                for index in range(self.client_count)
+            )
+        ),
+        "ADM-TOK-2: the sum equals the sum of counter 1 of every slot",
+    )
+    def get_num_queued_tokens(self) -> int:
+        """The global queued prompt tokens: counter 1 of every slot, read one at a time.
+
+        Not a snapshot: other servers may write between two reads.
+        """
+        check = protocol.Check(n=0)
+        while not check.done(self._client_count):
+            check = check.read(self.read_tokens_slot(check.next_slot))
+        return check.view
 
     @icontract.require(
         lambda count: is_int_at_least(count, 0),
@@ -290,11 +349,17 @@ class SharedAdmissionStats:
     "ADM-ALLOC-1: max_num_queued_reqs is None or an int >= 0",
     error=ValueError,
 )
+@icontract.require(
+    lambda max_num_queued_tokens: is_limit(max_num_queued_tokens),
+    "ADM-TOK-6: max_num_queued_tokens is None or an int >= 0",
+    error=ValueError,
+)
 @icontract.ensure(
-    lambda num_servers, max_num_queued_reqs, result: (
-        (result is None) == (num_servers == 1 or max_num_queued_reqs is None)
+    lambda num_servers, max_num_queued_reqs, max_num_queued_tokens, result: (
+        (result is None)
+        == (num_servers == 1 or (max_num_queued_reqs is None and max_num_queued_tokens is None))
     ),
-    "ADM-ALLOC-1: a buffer only for several servers with a request limit",
+    "ADM-ALLOC-1, ADM-TOK-6: a buffer only for several servers with a request or token limit",
 )
 @icontract.ensure(
     lambda num_servers, result: (
@@ -306,13 +371,15 @@ class SharedAdmissionStats:
     ),
     "ADM-ALLOC-1: num_counters(num_servers) counters, all zero",
 )
-def allocate_admission_counters(num_servers: int, max_num_queued_reqs: int | None) -> Any:
+def allocate_admission_counters(
+    num_servers: int, max_num_queued_reqs: int | None, max_num_queued_tokens: int | None = None
+) -> Any:
     """The shared counter array of `num_servers` servers, or None.
 
     A zeroed `multiprocessing.RawArray("q", num_counters(num_servers))` (8-byte
     signed counters, no lock: each server writes only its own slot) when there
-    are several servers and a request limit; otherwise None, and then no
-    shared-memory path runs at all.
+    are several servers and a request or a token limit; otherwise None, and
+    then no shared-memory path runs at all.
     """
     if not is_int_at_least(num_servers, 1):
         raise ValueError(f"ADM-ALLOC-1: num_servers must be an int >= 1, got {num_servers!r}")
@@ -321,7 +388,12 @@ def allocate_admission_counters(num_servers: int, max_num_queued_reqs: int | Non
             f"ADM-ALLOC-1: max_num_queued_reqs must be None or an int >= 0, "
             f"got {max_num_queued_reqs!r}"
         )
-    if num_servers == 1 or max_num_queued_reqs is None:
+    if not is_limit(max_num_queued_tokens):
+        raise ValueError(
+            f"ADM-TOK-6: max_num_queued_tokens must be None or an int >= 0, "
+            f"got {max_num_queued_tokens!r}"
+        )
+    if num_servers == 1 or (max_num_queued_reqs is None and max_num_queued_tokens is None):
         return None
     context = multiprocessing.get_context("spawn")
     return context.RawArray("q", SharedAdmissionStats.num_counters(num_servers))

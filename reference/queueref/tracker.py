@@ -22,6 +22,10 @@ Deliberate divergences from vLLM:
   no reservations, so the slot is just the unfinished count there too.
 * `finish` of an unknown id is a `KeyError` (vLLM 0.30.0's `_finish_request` is
   private and only called on known states).
+* With `share_tokens` the tracker also writes its queued prompt tokens (plus
+  token reservations) to counter 1 of its slot after `add`, `prefill_done`,
+  `finish` and `abort`; vLLM 0.30.0 keeps the token count in the
+  process (`get_num_queued_tokens`) and writes no counter 1.
 """
 
 from __future__ import annotations
@@ -87,9 +91,26 @@ def _own_slot_current(tracker: RequestTracker) -> bool:
     )
 
 
+def _own_tokens_current(tracker: RequestTracker) -> bool:
+    """Counter 1 holds queued + reserved tokens when shared, else 0 (private buffers only)."""
+    stats = tracker.shared_stats
+    if stats is None or not is_private_buffer(stats.counters):
+        return True
+    expected = (
+        tracker.get_num_queued_tokens() + tracker.num_reserved_tokens
+        if tracker.shares_tokens
+        else 0
+    )
+    return bool(stats.counters[stats.slot_offset + stats.QUEUED_TOKENS] == expected)
+
+
 @icontract.invariant(
-    lambda self: self.num_reserved >= 0 and self.get_num_queued_tokens() >= 0,
-    "ADM-TRK-7: counts are never negative",
+    lambda self: (
+        self.num_reserved >= 0
+        and self.get_num_queued_tokens() >= 0
+        and self.num_reserved_tokens >= 0
+    ),
+    "ADM-TRK-7, ADM-TOK-5: counts are never negative",
 )
 @icontract.invariant(
     lambda self: not config.deep_checks() or _consistent(self),
@@ -101,15 +122,48 @@ class RequestTracker:
     The slot of the server is refreshed at exactly three exits -- `add`,
     `abort` and `finish` -- plus the reservation writes of write-then-check
     (`reserve`, `release_reservation`). Without shared stats nothing is
-    written anywhere.
+    written anywhere. With `share_tokens=True` (or after `share_tokens()`)
+    counter 1 of the slot holds the queued prompt tokens too.
     """
 
-    def __init__(self, shared_stats: SharedAdmissionStats | None = None) -> None:
+    def __init__(
+        self, shared_stats: SharedAdmissionStats | None = None, *, share_tokens: bool = False
+    ) -> None:
         self._stats = shared_stats
         self._states: dict[str, _RequestState] = {}
         self._parents: dict[str, dict[str, None]] = {}  # parent -> live children, ordered
         self._queued_tokens = 0
         self._reserved = 0
+        self._reserved_tokens = 0
+        self._shares_tokens = False
+        if share_tokens:
+            self.share_tokens()
+
+    @property
+    def shares_tokens(self) -> bool:
+        """Whether counter 1 of the own slot holds the queued tokens."""
+        return self._shares_tokens
+
+    @property
+    def num_reserved_tokens(self) -> int:
+        """Token reservations written by write-then-check checks, not yet registered."""
+        return self._reserved_tokens
+
+    @icontract.require(
+        lambda self: self.shared_stats is not None,
+        "ADM-TOK-1: only a tracker with shared stats can share its tokens",
+        error=ValueError,
+    )
+    @icontract.ensure(lambda self: self.shares_tokens, "ADM-TOK-1: the tokens are shared")
+    @icontract.ensure(
+        lambda self: _own_tokens_current(self), "ADM-TOK-1: counter 1 holds the queued tokens"
+    )
+    def share_tokens(self) -> None:
+        """From now on write the queued tokens to counter 1 of the own slot; writes it now."""
+        if self._stats is None:
+            raise ValueError("ADM-TOK-1: a tracker without shared stats cannot share its tokens")
+        self._shares_tokens = True
+        self._refresh_tokens()
 
     @property
     def shared_stats(self) -> SharedAdmissionStats | None:
@@ -150,6 +204,12 @@ class RequestTracker:
         """Write this server's count to its own slot."""
         if self._stats is not None:
             self._stats.set_num_requests(len(self._states) + self._reserved)
+        self._refresh_tokens()
+
+    def _refresh_tokens(self) -> None:
+        """Write this server's queued + reserved tokens to counter 1, when they are shared."""
+        if self._stats is not None and self._shares_tokens:
+            self._stats.set_num_queued_tokens(self._queued_tokens + self._reserved_tokens)
 
     def check_new_request(self, request_id: str, n: int = 1, num_prompt_tokens: int = 1) -> None:
         """Raise `ValueError` when `add(request_id, n, num_prompt_tokens)` would."""
@@ -187,7 +247,18 @@ class RequestTracker:
         lambda request_id, n, result: result == child_request_ids(request_id, n),
         "ADM-TRK-1: the internal ids are the request id, or 0_id .. (n-1)_id",
     )
+    @icontract.snapshot(lambda self: self.num_reserved_tokens, name="reserved_tokens")
+    @icontract.ensure(
+        lambda self, n, num_prompt_tokens, OLD: (
+            self.num_reserved_tokens
+            == OLD.reserved_tokens - min(OLD.reserved_tokens, n * num_prompt_tokens)
+        ),
+        "ADM-TOK-5: a registration takes over outstanding token reservations",
+    )
     @icontract.ensure(lambda self: _own_slot_current(self), "ADM-TRK-5: add refreshes the slot")
+    @icontract.ensure(
+        lambda self: _own_tokens_current(self), "ADM-TOK-1: add writes the queued tokens"
+    )
     def add(self, request_id: str, n: int = 1, num_prompt_tokens: int = 1) -> list[str]:
         """Register a request of `n` parallel samples, all or nothing.
 
@@ -207,6 +278,7 @@ class RequestTracker:
         self._queued_tokens += n * num_prompt_tokens
         # ADM-TRK-7: the reservation of a write-then-check admission becomes the real count.
         self._reserved -= min(self._reserved, n)
+        self._reserved_tokens -= min(self._reserved_tokens, n * num_prompt_tokens)
         self._refresh()
         return ids
 
@@ -233,6 +305,9 @@ class RequestTracker:
         "ADM-TRK-2: an aborted request is no longer tracked",
     )
     @icontract.ensure(lambda self: _own_slot_current(self), "ADM-TRK-5: abort refreshes the slot")
+    @icontract.ensure(
+        lambda self: _own_tokens_current(self), "ADM-TOK-1: abort writes the queued tokens"
+    )
     def abort(self, request_ids: str | Iterable[str]) -> list[str]:
         """Abort requests; a parent id cascades to its remaining children.
 
@@ -263,6 +338,9 @@ class RequestTracker:
         "ADM-TRK-3: finishing ends exactly one internal request",
     )
     @icontract.ensure(lambda self: _own_slot_current(self), "ADM-TRK-5: finish refreshes the slot")
+    @icontract.ensure(
+        lambda self: _own_tokens_current(self), "ADM-TOK-1: finish writes the queued tokens"
+    )
     def finish(self, request_id: str) -> None:
         """An internal request finished normally; the slot is refreshed."""
         if request_id not in self._states:
@@ -276,14 +354,26 @@ class RequestTracker:
         error=lambda request_id: KeyError(f"ADM-TRK-4: unknown request {request_id!r}"),
     )
     @icontract.snapshot(lambda self: self.get_num_unfinished_requests(), name="unfinished")
+    @icontract.snapshot(lambda self: self.get_num_queued_tokens(), name="tokens")
+    @icontract.snapshot(lambda self, request_id: self.prefill_tokens(request_id), name="own")
     @icontract.ensure(
         lambda self, OLD: self.get_num_unfinished_requests() == OLD.unfinished,
         "ADM-TRK-4: leaving prefill is not finishing",
     )
+    @icontract.ensure(
+        lambda self, OLD: self.get_num_queued_tokens() == OLD.tokens - OLD.own,
+        "ADM-TOK-4: exactly the request's prompt tokens leave the count (once)",
+    )
+    @icontract.ensure(
+        lambda self: _own_tokens_current(self), "ADM-TOK-1: prefill_done writes the queued tokens"
+    )
     def prefill_done(self, request_id: str) -> None:
         """The first output arrived: the request's prompt no longer queues.
 
-        Not one of the three exits: the slot is not written.
+        Not one of the three exits: counter 0 is not written. With shared tokens
+        counter 1 is. A request already out of prefill is left as it
+        is (vLLM 0.30.0 clears `is_prefilling` on every output); an unknown id is
+        a `KeyError` and nothing changes.
         """
         if request_id not in self._states:
             raise KeyError(f"ADM-TRK-4: unknown request {request_id!r}")
@@ -291,6 +381,17 @@ class RequestTracker:
         if state.is_prefilling:
             state.is_prefilling = False
             self._queued_tokens -= state.num_prompt_tokens
+        self._refresh_tokens()
+
+    def prefill_tokens(self, request_id: str) -> int:
+        """The tokens `prefill_done(request_id)` takes out of the count (0 if out of prefill).
+
+        :raises KeyError: an unknown internal id
+        """
+        state = self._states.get(request_id)
+        if state is None:
+            raise KeyError(f"ADM-TRK-4: unknown request {request_id!r}")
+        return state.num_prompt_tokens if state.is_prefilling else 0
 
     @icontract.require(
         lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1", error=ValueError
@@ -332,3 +433,48 @@ class RequestTracker:
             )
         self._reserved -= n
         self._refresh()
+
+    @icontract.require(
+        lambda tokens: is_int_at_least(tokens, 0),
+        "ADM-TOK-5: a token reservation is an int >= 0",
+        error=ValueError,
+    )
+    @icontract.snapshot(lambda self: self.num_reserved_tokens, name="reserved")
+    @icontract.ensure(
+        lambda self, tokens, OLD: self.num_reserved_tokens == OLD.reserved + tokens,
+        "ADM-TOK-5: a token reservation adds its tokens",
+    )
+    @icontract.ensure(
+        lambda self: _own_tokens_current(self), "ADM-TOK-5: the token reservation is in counter 1"
+    )
+    def reserve_tokens(self, tokens: int) -> None:
+        """Add `tokens` to counter 1 of the own slot before reading: write-then-check."""
+        if not is_int_at_least(tokens, 0):
+            raise ValueError(f"ADM-TOK-5: tokens must be an int >= 0, got {tokens!r}")
+        self._reserved_tokens += tokens
+        self._refresh_tokens()
+
+    @icontract.require(
+        lambda tokens: is_int_at_least(tokens, 0),
+        "ADM-TOK-5: a token reservation is an int >= 0",
+        error=ValueError,
+    )
+    @icontract.require(
+        lambda self, tokens: tokens <= self.num_reserved_tokens,
+        "ADM-TOK-5: only a held token reservation can be given back",
+        error=ValueError,
+    )
+    @icontract.snapshot(lambda self: self.num_reserved_tokens, name="reserved")
+    @icontract.ensure(
+        lambda self, tokens, OLD: self.num_reserved_tokens == OLD.reserved - tokens,
+        "ADM-TOK-5: the rollback removes exactly the token reservation",
+    )
+    @icontract.ensure(lambda self: _own_tokens_current(self), "ADM-TOK-5: counter 1 is rolled back")
+    def release_token_reservation(self, tokens: int) -> None:
+        """Write a token reservation back: the rollback of a rejected check."""
+        if not is_int_at_least(tokens, 0) or tokens > self._reserved_tokens:
+            raise ValueError(
+                f"ADM-TOK-5: cannot give back {tokens!r} of {self._reserved_tokens} reserved tokens"
+            )
+        self._reserved_tokens -= tokens
+        self._refresh_tokens()

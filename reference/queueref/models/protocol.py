@@ -131,6 +131,28 @@ def keeps_reservation(view: int, cap: int) -> bool:
     return view <= cap
 
 
+class TokenRule(StrEnum):
+    """How a check-then-write token check decides: upstream's `ge` or the `fits` opt-in."""
+
+    GE = "ge"  # vLLM 0.30.0: reject iff queued >= Mt (the new request's tokens not counted)
+    FITS = "fits"  # queueref's opt-in: reject iff queued + t > Mt
+
+
+def admits_tokens(rule: TokenRule, view: int, tokens: int, limit: int) -> bool:
+    """The token decision of check-then-write, from the queued tokens the check read.
+
+    `tokens` is what the request adds (n samples of a prompt of p tokens add n*p).
+
+    >>> admits_tokens(TokenRule.GE, 99, 500, 100), admits_tokens(TokenRule.GE, 100, 1, 100)
+    (True, False)
+    >>> admits_tokens(TokenRule.FITS, 90, 10, 100), admits_tokens(TokenRule.FITS, 91, 10, 100)
+    (True, False)
+    """
+    if TokenRule(rule) is TokenRule.GE:
+        return view < limit
+    return admits_check_then_write(view, tokens, limit)
+
+
 def admits(protocol: Protocol, view: int, n: int, cap: int) -> bool:
     """The decision step of a protocol, from the view the check read.
 

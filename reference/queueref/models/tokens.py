@@ -38,23 +38,12 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from enum import StrEnum
 
 from queueref.models import protocol
 
-
-class Rule(StrEnum):
-    """How the token check decides (OB-TOK-1, OB-TOK-2)."""
-
-    GE = "ge"  # upstream: reject iff queued >= Mt
-    FITS = "fits"  # opt-in: reject iff queued + t > Mt
-
-
-def admits_tokens(rule: Rule, view: int, tokens: int, limit: int) -> bool:
-    """The token decision of check-then-write, from the queued tokens the check read."""
-    if rule is Rule.GE:
-        return view < limit
-    return protocol.admits_check_then_write(view, tokens, limit)
+#: The one token decision lives in `protocol` (the controller decides with it too).
+Rule = protocol.TokenRule
+admits_tokens = protocol.admits_tokens
 
 
 def token_bound(rule: Rule, write_then_check: bool, servers: int, limit: int, prompt: int) -> int:
