@@ -527,6 +527,9 @@ def main() -> int:
         bench_admission.run(results["admission_protocols"])
     except ImportError:
         print("(admission protocol benchmark not available)")
+    import bench_store  # the multi-node store's protocols against a real Redis, beside this file
+
+    bench_store.run(results)
     BUILD.mkdir(exist_ok=True)
     (BUILD / "bench.json").write_text(json.dumps(results, indent=1))
     print("\nsaved build/bench.json")

@@ -26,6 +26,7 @@ from typing import Any
 
 from queueref.admission import AdmissionRejected, SharedAdmissionStats
 from queueref.front import APIServer
+from queueref.http_store import StoreFront
 from queueref.http_wire import (
     COMPLETION_PATHS,
     MAX_BODY_BYTES,
@@ -71,8 +72,10 @@ class CompletionApp:
         seed: int | None = None,
         id_prefix: str | None = None,
         restarts: Callable[[], list[dict[str, int]]] | None = None,
+        store: StoreFront | None = None,
     ) -> None:
         self._api = api
+        self._store = store  # serve --store: admission through the multi-node store
         self._service = service_time_ms / 1000.0
         self._jitter = jitter
         self._display = display
@@ -99,6 +102,8 @@ class CompletionApp:
 
     def global_running(self) -> int:
         """The global count read from the shared counters (the own count without them)."""
+        if self._store is not None:
+            return self._store.last_view  # the global count the last check read
         if self._global is not None:
             return self._global.get_num_requests()
         return self._api.tracker.get_num_unfinished_requests()
@@ -204,7 +209,10 @@ class CompletionApp:
         request_id = f"{self._prefix}-{next(self._ids)}"
         try:
             # ADM-FRONT-1: check + registration in one synchronous step, with the real n.
-            ids = self._api.admit(request_id, body.slots, body.num_prompt_tokens)
+            if self._store is not None:
+                ids = await self._store.admit(request_id, body.slots)
+            else:
+                ids = self._api.admit(request_id, body.slots, body.num_prompt_tokens)
         except AdmissionRejected as rejection:
             # E2E-SRV-2: a rejected request gets 503 and vLLM's JSON error body.
             self.rejected += 1
@@ -220,15 +228,21 @@ class CompletionApp:
             done, _ = await asyncio.wait({gone}, timeout=hold)
             if gone in done:
                 raise ClientGone  # E2E-SRV-6: abort at once, as vLLM cancels the handler
-            for rid in ids:
-                self._api.finish(rid)
+            if self._store is not None:
+                await self._store.finish(request_id)
+            else:
+                for rid in ids:
+                    self._api.finish(rid)
             finished = True
             self._mirror()
         finally:
             gone.cancel()
             if not finished:
                 # Client gone, or cancelled by a shutdown: give the slots back, as an abort.
-                self._api.abort(request_id)
+                if self._store is not None:
+                    await self._store.abort(request_id)
+                else:
+                    self._api.abort(request_id)
                 self.aborted += 1
                 self._mirror()
         answer = json.dumps(
@@ -249,8 +263,12 @@ class CompletionApp:
             while True:
                 message = await receive()
                 if message["type"] == "lifespan.startup":
+                    if self._store is not None:
+                        await self._store.start()
                     await send({"type": "lifespan.startup.complete"})
                 elif message["type"] == "lifespan.shutdown":
+                    if self._store is not None:
+                        await self._store.close()
                     await send({"type": "lifespan.shutdown.complete"})
                     return
         if scope["type"] != "http":

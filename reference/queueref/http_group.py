@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from queueref.events import AdmissionEvent
+from queueref.http_store import NodeStore
 from queueref.http_wire import COMPLETION_PATHS
 from queueref.http_worker import (
     RESTART_REASONS,
@@ -113,7 +114,7 @@ def port_is_free(host: str, port: int) -> bool:
     return True
 
 
-def prepare_trace_folder(folder: str | Path, num_servers: int) -> Path:
+def prepare_trace_folder(folder: str | Path, num_servers: int, first: int = 0) -> Path:
     """Create the folder and an empty `server-<i>.jsonl` per server, before any child starts.
 
     E2E-TRACE-1: an unwritable path fails here, with nothing started, instead
@@ -123,7 +124,7 @@ def prepare_trace_folder(folder: str | Path, num_servers: int) -> Path:
     if path.exists() and not path.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, f"--trace {folder}: not a folder", str(folder))
     path.mkdir(parents=True, exist_ok=True)
-    for index in range(num_servers):
+    for index in range(first, first + num_servers):  # first > 0: a node of a store deployment
         trace_file(path, index).write_bytes(b"")
     (path / SUPERVISOR_LOG).write_bytes(b"")
     return path
@@ -197,6 +198,7 @@ class HttpServers:
         worker_timeout: float = 10.0,
         restart: bool = True,
         max_restarts: int = 10,
+        store: NodeStore | None = None,
     ) -> None:
         # E2E-CLI-1: bad input is refused before anything starts.
         if not is_int_at_least(num_servers, 1):
@@ -224,6 +226,9 @@ class HttpServers:
         self.worker_timeout = worker_timeout
         self.restart = restart
         self.max_restarts = max_restarts
+        self.store = store
+        # With a store, records and trace files carry the global index: node base + local.
+        self.trace_base = store.base if store is not None else 0
         self._group: ServerGroup | None = None
         self._handled: set[int] = set()  # pids already reported dead
         self._hung: set[int] = set()  # pids killed for silence
@@ -254,7 +259,7 @@ class HttpServers:
         self.port = reserve_port(self.host, self.requested_port)
         self.result.port = self.port
         if self.trace_dir is not None:
-            prepare_trace_folder(self.trace_dir, self.num_servers)
+            prepare_trace_folder(self.trace_dir, self.num_servers, self.trace_base)
         context = multiprocessing.get_context(START_METHOD)
         ready = context.Semaphore(0)
         heartbeats = context.RawArray("d", self.num_servers)
@@ -272,6 +277,7 @@ class HttpServers:
             os.getpid(),
             heartbeats,
             restarts,
+            store=self.store,
         )
         self._http = http
         group = ServerGroup(
@@ -322,13 +328,14 @@ class HttpServers:
         """Record the dead server's requests as aborted at the reset of its slot; how many."""
         if self.trace_dir is None:
             return 0
-        path = trace_file(self.trace_dir, index)
+        server = self.trace_base + index  # the index its records carry
+        path = trace_file(self.trace_dir, server)
         _repair_torn_tail(path)
         events, _ = read_trace(path)
-        held = in_flight_requests(events, index)
+        held = in_flight_requests(events, server)
         with open(path, "a", encoding="utf-8") as stream:
             for request_id, slots in held.items():
-                event = AdmissionEvent(t, index, "abort", request_id, slots, t_before=t_before)
+                event = AdmissionEvent(t, server, "abort", request_id, slots, t_before=t_before)
                 stream.write(event.to_json() + "\n")
         return sum(held.values())
 

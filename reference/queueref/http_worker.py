@@ -28,6 +28,7 @@ from queueref.admission import AdmissionController
 from queueref.events import AdmissionEvent
 from queueref.front import APIServer
 from queueref.http_app import CompletionApp
+from queueref.http_store import NodeStore, StoreFront
 from queueref.oracle.trace_check import trace_file
 from queueref.servers import ServerSpec
 from queueref.tracker import RequestTracker
@@ -64,6 +65,7 @@ class HttpConfig:
     parent_pid: int = 0
     heartbeats: Any = None  # RawArray("d", N): each child's last beat (time.monotonic)
     restarts: Any = None  # RawArray("q", N * len(RESTART_REASONS)), written by the parent
+    store: NodeStore | None = None  # serve --store: admit through the multi-node store
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -123,6 +125,10 @@ def _build(spec: ServerSpec, http: HttpConfig, record: Any) -> CompletionApp:
         "id_prefix": f"cmpl-{spec.index}-{os.getpid()}",  # unique across restarts
         "restarts": restart_counts if restarts is not None else None,
     }
+    if http.store is not None:
+        # ADM-STORE-8: admission through the store, under the global index base + local.
+        front = StoreFront(http.store, spec.index, spec.max_num_queued_reqs, record)
+        return CompletionApp(spec.build(record=None), store=front, **common)
     if http.mode == "local":
         # Before PR #54746: admission reads the own count only; the slot is a display.
         tracker = RequestTracker(None)
@@ -148,7 +154,8 @@ def serve_process(spec: ServerSpec, http: HttpConfig) -> None:
 
     stream: IO[str] | None = None
     if http.trace_dir is not None:
-        stream = open(trace_file(http.trace_dir, spec.index), "a", encoding="utf-8")
+        base = http.store.base if http.store is not None else 0  # global index with a store
+        stream = open(trace_file(http.trace_dir, base + spec.index), "a", encoding="utf-8")
 
     def record(event: AdmissionEvent) -> None:
         if stream is not None:

@@ -34,6 +34,7 @@ import asyncio
 import contextlib
 import re
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
@@ -214,6 +215,63 @@ class StoreConfig:
         )
 
 
+# Gives a node its base index once, by name: the same name gets the same base
+# again (a restarted node keeps its slots). KEYS: nodes hash, next-base counter.
+# ARGV: node name, its server count K, the deployment's total N.
+_ALLOCATE: Final = """
+local base = redis.call('HGET', KEYS[1], ARGV[1])
+if base then
+  return {tonumber(base), 0}
+end
+local k = tonumber(ARGV[2])
+local next_base = tonumber(redis.call('GET', KEYS[2]) or '0')
+if next_base + k > tonumber(ARGV[3]) then
+  return {-1, next_base}
+end
+redis.call('SET', KEYS[2], next_base + k)
+redis.call('HSET', KEYS[1], ARGV[1], next_base)
+return {next_base, 1}
+"""
+
+
+def allocate_node(url: str, deployment: str, node: str, node_servers: int, total: int) -> int:
+    """The global index of a node's server 0: node `node` owns `node_servers` slots.
+
+    Allocated in the store by name, atomically, so nodes started anywhere get
+    disjoint slots and a restarted node gets its own back (ADM-STORE-8).
+
+    :raises ValueError: a bad name or count, or no room left for the node
+    :raises StoreError: the store cannot be reached
+    """
+    if not isinstance(node, str) or not _DEPLOYMENT.fullmatch(node):
+        raise ValueError(
+            f"ADM-STORE-8: the node name must be 1-64 of A-Z a-z 0-9 _ . -, got {node!r}"
+        )
+    config = StoreConfig(url, deployment, total, 0)
+    if isinstance(node_servers, bool) or not isinstance(node_servers, int) or node_servers < 1:
+        raise ValueError(f"ADM-STORE-8: node_servers must be an int >= 1, got {node_servers!r}")
+    import redis
+
+    client = redis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
+    prefix = f"queueref:{{{config.deployment}}}"
+    try:
+        base, _ = client.eval(
+            _ALLOCATE, 2, f"{prefix}:nodes", f"{prefix}:next_base", node, node_servers, total
+        )
+    except Exception as error:
+        raise StoreError(
+            f"the store {redact_url(url)} is unavailable ({type(error).__name__})"
+        ) from None
+    finally:
+        client.close()
+    if int(base) < 0:
+        raise ValueError(
+            f"ADM-STORE-8: deployment {deployment!r} has no room for node {node!r} "
+            f"with {node_servers} servers (total {total})"
+        )
+    return int(base)
+
+
 @dataclass(frozen=True)
 class StoreDecision:
     """What one check decided: `view` is the global count it read (None when degraded)."""
@@ -340,13 +398,18 @@ class RedisAdmissionStore:
         value = parse_count(count)
         return value if heartbeat is not None else 0  # ADM-STORE-4: an expired lease
 
-    async def admit(self, n: int = 1) -> StoreDecision:
+    async def admit(
+        self, n: int = 1, on_decision: Callable[[bool, int | None], None] | None = None
+    ) -> StoreDecision:
         """Check and, if admitted, add `n` to the own count and write it.
 
         Under the lock, so one check at a time per server: then
         the records of real servers keep each protocol's bound.
         When the store fails: `closed` raises `StoreUnavailableError`; `open`
-        decides against `fallback_cap` with the own count.
+        decides against `fallback_cap` with the own count. `on_decision(admitted,
+        view)` runs right after the decision and before the own slot is written
+        (the stamp of an admission record, ADM-EV-3); with `script` decision and
+        write are one step, so it runs after both.
 
         :raises ValueError: n is not an int >= 1
         :raises StoreUnavailableError: the store failed and the policy is closed
@@ -363,7 +426,12 @@ class RedisAdmissionStore:
                     view = await self.read_view()
                     admitted = protocol.admits_check_then_write(view, n, self.cap)
             except StoreError:
-                return self._degraded(n)
+                decision = self._degraded(n)
+                if on_decision is not None:
+                    on_decision(decision.admitted, None)
+                return decision
+            if on_decision is not None:
+                on_decision(admitted, view)
             if admitted:
                 self.count += n
                 if self.config.protocol is not StoreProtocol.SCRIPT:
@@ -404,7 +472,7 @@ class RedisAdmissionStore:
             self.count += n
         return StoreDecision(admitted, None, degraded=True)
 
-    async def release(self, n: int = 1) -> None:
+    async def release(self, n: int = 1, before_write: Callable[[], None] | None = None) -> None:
         """A request of weight `n` finished or was aborted: write the smaller count.
 
         A failing store leaves the write pending; it is retried (absolute) at
@@ -416,6 +484,8 @@ class RedisAdmissionStore:
             raise ValueError(f"ADM-STORE-1: n must be an int in [1, {self.count}], got {n!r}")
         async with self._lock:
             self.count -= n
+            if before_write is not None:
+                before_write()  # the `t_before` stamp of a departure record (ADM-EV-5)
             with contextlib.suppress(StoreError):
                 await self._write_locked()
 

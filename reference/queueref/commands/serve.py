@@ -20,6 +20,8 @@ from types import FrameType
 
 from queueref.commands.args import duration, exit_codes, finite_float, int_at_least
 from queueref.http_group import SERVE_MODES, HttpServers, PortInUseError, port_is_free
+from queueref.http_store import NodeStore
+from queueref.redis_store import StoreError, StoreFailurePolicy, StoreProtocol, allocate_node
 
 HELP = "run N real HTTP API server processes sharing one max_num_queued_reqs"
 
@@ -85,6 +87,61 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=True,
         help="restart a server that crashed or hung (default on)",
     )
+    store = parser.add_argument_group(
+        "one cap across nodes (specs/multi-node.md)",
+        "admit through a real Redis shared by every node of a deployment; --servers is "
+        "then this node's server count",
+    )
+    store.add_argument(
+        "--store",
+        metavar="URL",
+        default=None,
+        help="redis://[user:password@]host:port/db (rediss:// for TLS); never printed",
+    )
+    store.add_argument(
+        "--store-protocol",
+        choices=[p.value for p in StoreProtocol],
+        default=StoreProtocol.SLOTS.value,
+        help="slots: one read per server; snapshot: one MGET; script: atomic (slots)",
+    )
+    store.add_argument("--deployment", default="queueref", help="key prefix (queueref)")
+    store.add_argument("--node", default=None, help="this node's name (required with --store)")
+    store.add_argument(
+        "--store-servers",
+        type=int_at_least(1),
+        default=None,
+        help="N: the deployment's servers on every node (required with --store)",
+    )
+    store.add_argument(
+        "--lease", type=duration, default=3.0, help="heartbeat lease of a server (3s)"
+    )
+    store.add_argument(
+        "--store-failure",
+        choices=[p.value for p in StoreFailurePolicy],
+        default=StoreFailurePolicy.CLOSED.value,
+        help="when Redis fails: closed = 503, open = admit against floor(M / N) (closed)",
+    )
+
+
+def _node_store(args: argparse.Namespace) -> NodeStore | None:
+    """ADM-STORE-8: this node's place in the deployment, allocated in the store by name."""
+    if args.store is None:
+        return None
+    if args.node is None or args.store_servers is None:
+        raise ValueError("--store needs --node NAME and --store-servers N")
+    if args.admission != "shared":
+        raise ValueError("--store runs check-then-write through the store: use --admission shared")
+    base = allocate_node(args.store, args.deployment, args.node, args.servers, args.store_servers)
+    return NodeStore(
+        args.store,
+        args.deployment,
+        args.node,
+        base,
+        args.store_servers,
+        StoreProtocol(args.store_protocol),
+        max(1, round(args.lease * 1000)),
+        StoreFailurePolicy(args.store_failure),
+    )
 
 
 def _fail(message: str) -> int:
@@ -101,6 +158,10 @@ def run(args: argparse.Namespace) -> int:
         del signum, frame
         stop = True
 
+    try:
+        node = _node_store(args)
+    except (ValueError, StoreError) as error:
+        return _fail(str(error))
     servers = HttpServers(
         args.servers,
         args.cap,
@@ -111,6 +172,7 @@ def run(args: argparse.Namespace) -> int:
         trace_dir=args.trace,
         worker_timeout=args.worker_timeout,
         restart=args.restart,
+        store=node,
     )
     # E2E-SRV-4: Ctrl-C (SIGINT, which the terminal also sends to every child) and SIGTERM
     # both stop the loop; `close` then stops, joins and reaps every process.
