@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 import redis
-from redis_server import RedisServer
 from redis_workers import admission_worker, fill_and_hang_worker, read_ready
 
 from queueref.admission import AdmissionRejected
 from queueref.events import AdmissionEvent, read_jsonl
 from queueref.oracle import check_admission_trace
+from queueref.redis_server import RedisServer
 from queueref.redis_store import (
     MAX_COUNT,
     RedisAdmissionStore,

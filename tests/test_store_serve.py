@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from redis_server import RedisServer
 
 from queueref.http_group import HttpServers
 from queueref.http_store import NodeStore
@@ -22,6 +21,7 @@ from queueref.http_wire import busy_body
 from queueref.loadgen import run_builtin
 from queueref.oracle import check_admission_trace
 from queueref.oracle.trace_check import read_trace_folder
+from queueref.redis_server import RedisServer
 from queueref.redis_store import StoreProtocol, allocate_node
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.e2e]
@@ -149,3 +149,32 @@ def test_ADM_STORE_8_serve_store_on_the_command_line(tmp_path: Path) -> None:
     down = _serve(*common, "--node", "a", "--store-servers", "2")
     assert down.returncode == 2 and len(down.stderr.strip().splitlines()) == 1
     assert "unavailable" in down.stderr and secret not in down.stderr
+
+
+def test_ADM_STORE_9_experiment_nodes_one_row_per_protocol() -> None:
+    """ADM-STORE-9: `experiment --nodes 2 --store redis --json` starts its own Redis, runs two
+    serve groups per protocol and reports one row each, every protocol within its bound
+    over N = 4 servers; `--nodes` without `--store` is a usage error."""
+    done = subprocess.run(
+        [sys.executable, "-m", "queueref", "experiment", "--nodes", "2", "--store", "redis",
+         "--servers", "2", "--cap", "3", "--concurrency", "12", "--duration", "1.5s",
+         "--service-time-ms", "60", "--json", "--quiet"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert [row["protocol"] for row in rows] == ["slots", "snapshot", "script"]
+    for row in rows:
+        assert (row["nodes"], row["servers"], row["cap"]) == (2, 4, 3)
+        assert row["ok"] > 0 and row["busy"] > 0 and row["violations"] == 0
+        assert row["bound"] == (3 if row["protocol"] == "script" else 3 + 3 * 1)
+        assert row["max_in_flight"] <= row["bound"] and row["within_bound"]
+    usage = _serve_like("experiment", "--nodes", "2")
+    assert usage.returncode == 2
+    assert usage.stderr.strip() == "queueref experiment: --nodes needs --store redis"
+
+
+def _serve_like(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "queueref", *args], capture_output=True, text=True, timeout=60
+    )

@@ -98,7 +98,7 @@ async def _measure(url: str) -> list[dict[str, Any]]:
 
 def run(report: dict[str, Any]) -> None:
     """Measure and print the table; store the rows under `report["store"]`."""
-    from redis_server import RedisServer
+    from queueref.redis_server import RedisServer
 
     server = RedisServer()
     server.start()

@@ -27,6 +27,7 @@ from queueref.commands.args import (
     show_progress,
 )
 from queueref.experiment import ModeResult, check_output_path, format_table, plot, run_experiment
+from queueref.experiment_nodes import NodesRow, format_rows, run_nodes_experiment
 from queueref.http_group import SERVE_MODES, PortInUseError
 from queueref.loadgen import LoadError
 
@@ -78,7 +79,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="keep each mode's per-server records in DIR/<mode>/server-<i>.jsonl",
     )
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.add_argument(
+        "--nodes",
+        type=int_at_least(1),
+        default=None,
+        help="K serve groups of --servers each, sharing one cap through --store (ADM-STORE-9)",
+    )
+    parser.add_argument(
+        "--store",
+        choices=["redis"],
+        default=None,
+        help="with --nodes: one real redis-server started for the run, per store protocol",
+    )
     add_quiet(parser)
+
+
+def _run_nodes(args: argparse.Namespace) -> int:
+    """ADM-STORE-9: one row per store protocol; exit 1 when a bound is broken."""
+    if args.store != "redis":
+        return _fail("--nodes needs --store redis")
+
+    def progress(row: NodesRow) -> None:
+        progress_line(
+            "experiment",
+            f"{row.protocol}: max in flight {row.max_in_flight} (bound {row.bound}), "
+            f"{row.ok} answered 200, {row.busy} answered 503",
+        )
+
+    try:
+        rows = run_nodes_experiment(
+            nodes=args.nodes,
+            servers=args.servers,
+            cap=args.cap,
+            concurrency=args.concurrency,
+            seconds=args.duration,
+            service_time_ms=args.service_time_ms,
+            progress=progress if show_progress(args) else None,
+        )
+    except (LoadError, ValueError, RuntimeError, TimeoutError, OSError) as error:
+        return _fail(str(error))
+    if args.json:
+        print(json.dumps([row.to_json() for row in rows], indent=1))
+    else:
+        print(
+            f"{args.nodes} nodes of {args.servers} API servers, one Redis, cap M={args.cap}, "
+            f"{args.concurrency} clients, {args.duration:g} s per protocol"
+        )
+        print(format_rows(rows))
+    return 0 if all(row.within_bound for row in rows) else 1
 
 
 def _fail(message: str) -> int:
@@ -101,6 +149,8 @@ def _notes(result: ModeResult) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """E2E-EXP-1, E2E-EXP-2, E2E-CLI-1: print the table; exit 1 when a bound is broken."""
+    if args.nodes is not None or args.store is not None:
+        return _run_nodes(args)
     modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
     unknown = [mode for mode in modes if mode not in SERVE_MODES]
     if unknown or not modes:

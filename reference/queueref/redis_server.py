@@ -1,8 +1,9 @@
-"""A real `redis-server` for the tests: bound to loopback, on a free port, stopped by its PID.
+"""A real `redis-server` for a run: bound to loopback, on a free port, stopped by its PID.
 
-No fake: the multi-node store is tested only against the real server. When
-`redis-server` is missing the tests fail with the install command (`make
-setup` installs it), never skip.
+Used by the tests of the multi-node store (never a fake) and by
+`queueref experiment --nodes`, which starts one Redis for the run. When
+`redis-server` is missing it fails with the install command (`make setup`
+installs it), never skips.
 """
 
 from __future__ import annotations
