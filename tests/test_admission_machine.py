@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 from broken_trackers import LazyRefreshTracker, StalePrefillTracker
-from hypothesis import HealthCheck, Phase, note, settings
+from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -522,13 +522,61 @@ def test_the_restricted_machine_passes_with_the_real_token_pass() -> None:
     run_state_machine_as_test(ArrivalsOnly, settings=broken_run_settings())
 
 
+def drive_token_witness(machine: CrossProcessAdmission) -> None:
+    """The OB-TOK-1 witness through the machine's own rules, for N = 2, Mt = 2, P = 1.
+
+    Server 0 admits two one-token requests alone; then both servers start a check,
+    read every counter (each sees 2 queued tokens) and decide. The invariant runs
+    after every step, as the Hypothesis runner would.
+    """
+    machine.setup(
+        num_servers=2,
+        cap=4,
+        max_n=1,
+        mode="shared",
+        policy=SchedulingPolicy.FCFS,
+        token_limit=2,
+        max_prompt=1,
+        token_rule="ge",
+    )
+    for _ in range(2):
+        machine.start_check(pick=0, n=1, prompt=1)
+        while any(not check.done for check in machine.checks.values()):
+            machine.read_slot(pick=0)
+        machine.decide(pick=0, priority=0)
+        machine.check_token_bound()
+    machine.start_check(pick=0, n=1, prompt=1)
+    machine.start_check(pick=0, n=1, prompt=1)
+    while any(not check.done for check in machine.checks.values()):
+        machine.read_slot(pick=0)
+    while machine.checks:
+        machine.decide(pick=0, priority=0)
+        machine.check_token_bound()
+
+
+@settings(max_examples=1, database=None, deadline=None)
+@given(st.just(None))
+def test_the_token_witness_stays_in_the_bound_with_the_real_rule(_: None) -> None:
+    """OB-TOK-1: the control -- with `>=` both concurrent checks see 2 >= Mt and reject."""
+    machine = StrictGtBoundOnly()
+    drive_token_witness(machine)
+    assert machine.admitted_tokens() == 2
+
+
 def test_machine_token_bound_catches_ge_written_as_gt(monkeypatch: pytest.MonkeyPatch) -> None:
-    """OB-TOK-1 has teeth here: admitting at queued == Mt (`>` for `>=`) passes the bound."""
+    """OB-TOK-1 has teeth here: admitting at queued == Mt (`>` for `>=`) passes the bound:
+    both concurrent checks admit at a view of 2 = Mt, 4 tokens > Mt - 1 + N*P = 3."""
     real = protocol.admits_tokens
 
     def gt_rule(rule: Any, view: int, tokens: int, limit: int) -> bool:
         return view <= limit if rule is Rule.GE else real(rule, view, tokens, limit)
 
     monkeypatch.setattr(protocol, "admits_tokens", gt_rule)
+
+    @settings(max_examples=1, database=None, deadline=None)
+    @given(st.just(None))
+    def witness(_: None) -> None:
+        drive_token_witness(StrictGtBoundOnly())
+
     with pytest.raises(AssertionError, match="admitted tokens .* > bound"):
-        run_state_machine_as_test(StrictGtBoundOnly, settings=broken_run_settings())
+        witness()
