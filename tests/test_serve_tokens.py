@@ -18,7 +18,7 @@ import pytest
 from processes import wait_gone
 
 from queueref.http_group import HttpServers, port_is_free
-from queueref.oracle.trace_check import read_trace_folder
+from queueref.oracle.trace_check import check_admission_trace, read_trace_folder
 
 pytestmark = [pytest.mark.e2e, pytest.mark.multiprocess]
 
@@ -122,3 +122,10 @@ def test_token_limit_rejects_at_the_cap_and_admits_after_prefill(
         ("reject", 1),
         ("admit", 1),
     ]
+    # ORC-TR-14, ORC-TR-15: the real run's token records are clean and reach 12 tokens.
+    assert [e.tokens for e in events if e.event == "prefill_done"] == [3, 3, 6, 1]
+    report = check_admission_trace(
+        tmp_path / "trace", 2, 100, max_n=2, max_num_queued_tokens=TOKEN_CAP
+    )
+    assert report.ok, report.summary()
+    assert (report.max_queued_tokens, report.token_bound) == (12, TOKEN_CAP - 1 + 2 * 6)
