@@ -52,6 +52,12 @@ def test_503_body_is_vllms(error: Exception) -> None:
     assert not is_busy_body(json.dumps(old_shape).encode())
 
 
+def test_token_503_is_a_busy_body() -> None:
+    """E2E-SRV-8: the token rejection's body is a documented 503; another message is not."""
+    assert is_busy_body(json.dumps(busy_body(MaxQueuedTokensError().message)).encode())
+    assert not is_busy_body(json.dumps(busy_body("The server is on fire.")).encode())
+
+
 JSON = "application/json"
 
 BAD_BODIES = [

@@ -27,12 +27,15 @@ import icontract
 
 from queueref.validators import is_int, is_int_at_least, is_real
 
-EventKind = Literal["admit", "reject", "finish", "abort"]
+EventKind = Literal["admit", "reject", "finish", "abort", "prefill_done"]
 
 #: The kinds of event, in the order a sweep resolves ties (ADM-EV-4).
-EVENT_KINDS: tuple[EventKind, ...] = ("admit", "reject", "finish", "abort")
+EVENT_KINDS: tuple[EventKind, ...] = ("admit", "reject", "finish", "abort", "prefill_done")
 
 _DEPARTURES: frozenset[str] = frozenset({"finish", "abort"})
+
+#: The kinds that record a decision, so may carry a view (ADM-EV-1, ADM-EV-6).
+_DECISIONS: frozenset[str] = frozenset({"admit", "reject"})
 
 
 def _check_fields(event: AdmissionEvent) -> str | None:
@@ -49,11 +52,25 @@ def _check_fields(event: AdmissionEvent) -> str | None:
         return f"request_id must be a str, got {event.request_id!r}"
     if not is_int_at_least(event.n, 1):
         return f"n must be an int >= 1, got {event.n!r}"
-    if event.event in _DEPARTURES:
+    if event.event not in _DECISIONS:
         if event.view is not None:
             return f"view must be None for a {event.event} event, got {event.view!r}"
+        if event.token_view is not None:
+            return f"token_view must be None for a {event.event} event, got {event.token_view!r}"
     elif event.view is not None and not is_int(event.view):
         return f"view must be an int or None, got {event.view!r}"
+    elif event.token_view is not None and not is_int(event.token_view):
+        return f"token_view must be an int or None, got {event.token_view!r}"
+    if event.tokens is not None and (
+        event.event in _DEPARTURES or not is_int_at_least(event.tokens, 0)
+    ):
+        return (
+            f"tokens must be None for a {event.event} event, got {event.tokens!r}"
+            if event.event in _DEPARTURES
+            else f"tokens must be an int >= 0 or None, got {event.tokens!r}"
+        )
+    if event.event == "prefill_done" and event.n != 1:
+        return f"n must be 1 for a prefill_done event (one internal request), got {event.n!r}"
     if event.t_before is not None:
         if not is_real(event.t_before):
             return f"t_before must be a float or None, got {event.t_before!r}"
@@ -69,7 +86,10 @@ class AdmissionEvent:
     `t` is `time.monotonic()` in seconds (system-wide on Linux, so events of
     different processes are comparable); `view` is the global count the check
     read (admit/reject only); `t_before` is an optional earlier stamp taken
-    just before the slot write of a departure.
+    just before the slot write of a departure (or of a `prefill_done`).
+    `tokens` is the prompt length p of each of the `n` samples (admit,
+    reject; the request queues `n * p`) or the tokens a `prefill_done` took
+    out; `token_view` the queued tokens the token check read.
     """
 
     t: float
@@ -79,6 +99,8 @@ class AdmissionEvent:
     n: int = 1
     view: int | None = None
     t_before: float | None = None
+    tokens: int | None = None
+    token_view: int | None = None
 
     def __post_init__(self) -> None:
         # ADM-EV-1: an event that breaks the schema is refused at construction.
@@ -92,7 +114,7 @@ class AdmissionEvent:
         "ADM-EV-2: from_json(to_json(e)) == e",
     )
     def to_json(self) -> str:
-        """One JSON object on one line; `t_before` is left out when it is None."""
+        """One JSON object on one line; `t_before`, `tokens`, `token_view` left out when None."""
         record: dict[str, Any] = {
             "t": self.t,
             "server": self.server,
@@ -103,6 +125,11 @@ class AdmissionEvent:
         }
         if self.t_before is not None:
             record["t_before"] = self.t_before
+        # ADM-EV-6: the token keys only when set, so a run without a token limit is unchanged.
+        if self.tokens is not None:
+            record["tokens"] = self.tokens
+        if self.token_view is not None:
+            record["token_view"] = self.token_view
         return json.dumps(record, separators=(",", ":"), allow_nan=False)
 
     @classmethod
@@ -111,7 +138,17 @@ class AdmissionEvent:
         record = json.loads(line)
         if not isinstance(record, dict):
             raise ValueError(f"ADM-EV-2: an event is a JSON object, got {line!r}")
-        allowed = {"t", "server", "event", "request_id", "n", "view", "t_before"}
+        allowed = {
+            "t",
+            "server",
+            "event",
+            "request_id",
+            "n",
+            "view",
+            "t_before",
+            "tokens",
+            "token_view",
+        }
         unknown = set(record) - allowed
         missing = {"t", "server", "event", "request_id", "n"} - set(record)
         if unknown or missing:
@@ -129,6 +166,8 @@ class AdmissionEvent:
             n=record["n"],
             view=record.get("view"),
             t_before=(float(t_before) if is_int(t_before) else t_before),
+            tokens=record.get("tokens"),
+            token_view=record.get("token_view"),
         )
 
 

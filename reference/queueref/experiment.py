@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import json
 import os
 import tempfile
 from collections.abc import Callable, Sequence
@@ -26,10 +27,53 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from queueref.admission import TokenRuleName
 from queueref.events import AdmissionEvent
 from queueref.http_group import SERVE_MODES, HttpServers, ServeMode
 from queueref.loadgen import LoadReport, run_builtin
-from queueref.oracle.trace_check import TraceReport, check_admission_trace, trace_bound
+from queueref.oracle.trace_check import TraceReport, check_admission_trace
+
+#: The requests of a token-limit run (E2E-EXP-3): (n, prompt tokens), mixed lengths, n 1..4.
+TOKEN_REQUESTS: tuple[tuple[int, int], ...] = ((1, 8), (2, 16), (3, 4), (4, 12))
+
+#: The largest n of a token-limit run: the W of its request bound.
+TOKEN_MAX_N = max(n for n, _ in TOKEN_REQUESTS)
+
+
+def token_body(n: int, prompt_tokens: int) -> bytes:
+    """A completion body of `n` samples of a prompt of `prompt_tokens` token ids."""
+    record = {
+        "model": "queueref-simulated",
+        "prompt_token_ids": list(range(prompt_tokens)),
+        "n": n,
+        "max_tokens": 16,
+    }
+    return json.dumps(record).encode()
+
+
+def merge_loads(reports: Sequence[LoadReport], concurrency: int) -> LoadReport:
+    """One report of several clients run side by side for the same duration."""
+    merged = LoadReport(reports[0].client, concurrency, reports[0].duration)
+    for report in reports:
+        merged.sent += report.sent
+        merged.errors += report.errors
+        merged.bad_busy_bodies += report.bad_busy_bodies
+        merged.latencies.extend(report.latencies)
+        for status, count in report.status.items():
+            merged.status[status] = merged.status.get(status, 0) + count
+    return merged
+
+
+async def _mixed_load(url: str, concurrency: int, duration: float) -> LoadReport:
+    """The clients split over `TOKEN_REQUESTS`, one body each, all at once (E2E-EXP-3)."""
+    kinds = len(TOKEN_REQUESTS)
+    shares = [concurrency // kinds + (1 if k < concurrency % kinds else 0) for k in range(kinds)]
+    runs = [
+        run_builtin(url, share, duration, body=token_body(n, p))
+        for share, (n, p) in zip(shares, TOKEN_REQUESTS, strict=True)
+        if share > 0
+    ]
+    return merge_loads(await asyncio.gather(*runs), concurrency)
 
 
 @dataclass
@@ -55,12 +99,22 @@ class ModeResult:
     @property
     def bound(self) -> int:
         """local: N*M; shared: M + (N-1)*min(M, W); reserve: M (E2E-EXP-1)."""
-        return trace_bound(self.mode, self.num_servers, self.cap, 1)
+        return self.trace.bound
+
+    @property
+    def max_queued_tokens(self) -> int | None:
+        """The exact maximum global queued prompt tokens (E2E-EXP-3); None without Mt."""
+        return self.trace.max_queued_tokens
+
+    @property
+    def token_bound(self) -> int | None:
+        """The bound of the queued tokens (ORC-TR-14); None without a token limit."""
+        return self.trace.token_bound
 
     @property
     def within_bound(self) -> bool:
-        """The maximum respects the mode's bound (E2E-EXP-1)."""
-        return self.max_in_flight <= self.bound
+        """The maximum respects the mode's bound, and the tokens theirs (E2E-EXP-1, E2E-EXP-3)."""
+        return self.max_in_flight <= self.bound and self.trace.token_bound_holds
 
     def to_dict(self) -> dict[str, Any]:
         """One row of `experiment --json` (E2E-EXP-2)."""
@@ -72,6 +126,11 @@ class ModeResult:
             "measure": self.trace.measure,
             "bound": self.bound,
             "within_bound": self.within_bound,
+            "max_num_queued_tokens": self.trace.max_num_queued_tokens,
+            "token_rule": self.trace.token_rule,
+            "max_queued_tokens": self.max_queued_tokens,
+            "max_request_tokens": self.trace.max_request_tokens,
+            "token_bound": self.token_bound,
             "forbidden_decisions": len(self.trace.violations),
             "admitted": self.admitted,
             "departed": self.departed,
@@ -128,8 +187,16 @@ def run_mode(
     service_time_ms: float = 200.0,
     port: int = 0,
     trace_dir: str | Path | None = None,
+    max_num_queued_tokens: int | None = None,
+    token_rule: TokenRuleName = "ge",
 ) -> ModeResult:
-    """Serve + load + stop for one mode; check the merged records (E2E-EXP-1)."""
+    """Serve + load + stop for one mode; check the merged records (E2E-EXP-1).
+
+    With `max_num_queued_tokens` the servers also cap their queued prompt
+    tokens and the clients send the mixed `TOKEN_REQUESTS` (E2E-EXP-3).
+    """
+    tokens = max_num_queued_tokens is not None
+    rule = token_rule
     with tempfile.TemporaryDirectory(prefix=f"queueref-{mode}-") as scratch:
         where = Path(trace_dir) / mode if trace_dir is not None else Path(scratch)
         servers = HttpServers(
@@ -139,13 +206,26 @@ def run_mode(
             port=port,
             service_time_ms=service_time_ms,
             trace_dir=where,
+            max_num_queued_tokens=max_num_queued_tokens,
+            token_rule=rule,
         )
         with servers:
             pids = servers.pids()
-            load = asyncio.run(run_builtin(servers.url, concurrency, duration))
+            if tokens:
+                load = asyncio.run(_mixed_load(servers.url, concurrency, duration))
+            else:
+                load = asyncio.run(run_builtin(servers.url, concurrency, duration))
         result = servers.result
         events = servers.read_events()
-        trace = check_admission_trace(events, num_servers, cap, 1, mode=mode)
+        trace = check_admission_trace(
+            events,
+            num_servers,
+            cap,
+            TOKEN_MAX_N if tokens else 1,
+            mode=mode,
+            max_num_queued_tokens=max_num_queued_tokens,
+            token_rule=rule,
+        )
         return ModeResult(
             mode,
             num_servers,
@@ -171,6 +251,8 @@ def run_experiment(
     port: int = 0,
     trace_dir: str | Path | None = None,
     progress: Callable[[ModeResult], None] | None = None,
+    max_num_queued_tokens: int | None = None,
+    token_rule: TokenRuleName = "ge",
 ) -> list[ModeResult]:
     """Every mode in turn, each on fresh processes (E2E-EXP-1); `progress` after each."""
     results: list[ModeResult] = []
@@ -184,6 +266,8 @@ def run_experiment(
             service_time_ms=service_time_ms,
             port=port,
             trace_dir=trace_dir,
+            max_num_queued_tokens=max_num_queued_tokens,
+            token_rule=token_rule,
         )
         results.append(result)
         if progress is not None:
@@ -197,13 +281,24 @@ def format_table(results: Sequence[ModeResult]) -> str:
         "| mode | max global in flight | bound | within bound | 200 | 503 | 503 rate "
         "| throughput (req/s) |"
     )
-    lines = [header, "|---|---:|---:|:---:|---:|---:|---:|---:|"]
+    rule = "|---|---:|---:|:---:|---:|---:|---:|---:|"
+    tokens = any(r.token_bound is not None for r in results)
+    if tokens:  # E2E-EXP-3: the queued tokens against their bound
+        header += " max global queued tokens | token bound | tokens within |"
+        rule += "---:|---:|:---:|"
+    lines = [header, rule]
     for r in results:
-        lines.append(
+        row = (
             f"| {r.mode} | {r.max_in_flight} | {r.bound} | "
             f"{'yes' if r.max_in_flight <= r.bound else 'NO'} | {r.load.ok} | {r.load.busy} | "
             f"{r.load.busy_rate:.1%} | {r.load.throughput:.1f} |"
         )
+        if tokens:
+            row += (
+                f" {r.max_queued_tokens} | {r.token_bound} | "
+                f"{'yes' if r.trace.token_bound_holds else 'NO'} |"
+            )
+        lines.append(row)
     return "\n".join(lines)
 
 

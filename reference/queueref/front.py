@@ -30,7 +30,7 @@ from typing import Any
 import icontract
 
 from queueref.admission import AdmissionController
-from queueref.errors import AdmissionRejected, QueueOverflowError
+from queueref.errors import AdmissionRejected, MaxQueuedTokensError, QueueOverflowError
 from queueref.events import AdmissionEvent, EventKind
 from queueref.tracker import RequestTracker
 from queueref.validators import is_int_at_least
@@ -96,11 +96,32 @@ class APIServer:
         n: int,
         view: int | None = None,
         t_before: float | None = None,
+        tokens: int | None = None,
+        token_view: int | None = None,
     ) -> None:
         if self._record is not None:
             self._record(
-                AdmissionEvent(t, self._server_index, event, request_id, n, view, t_before)
+                AdmissionEvent(
+                    t, self._server_index, event, request_id, n, view, t_before, tokens, token_view
+                )
             )
+
+    @property
+    def _records_tokens(self) -> bool:
+        """Token fields and `prefill_done` events are recorded under a token limit."""
+        # ADM-EV-6: without a token limit the records stay as they were.
+        return self._record is not None and self._controller.max_num_queued_tokens is not None
+
+    def _check(self, n: int, num_prompt_tokens: int) -> tuple[int | None, int | None]:
+        """`check_admission`, and the token view when it is recorded."""
+        if not self._records_tokens:
+            return self._controller.check_admission(n, num_prompt_tokens), None
+        # The steps of `check_admission`, kept open to read the token view it decided on.
+        check = self._controller.start_check(n, num_prompt_tokens)
+        while not check.done:
+            check.read_next()
+        view = check.decide()
+        return view, check.token_view
 
     @icontract.require(
         lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1", error=ValueError
@@ -141,11 +162,25 @@ class APIServer:
         # ADM-FRONT-1: bad ids are refused before any check, so no reservation is at stake.
         self.tracker.check_new_request(request_id, n, num_prompt_tokens)
         with self._lock:
+            tokens = num_prompt_tokens if self._records_tokens else None
             try:
-                view = self._controller.check_admission(n, num_prompt_tokens)
+                view, token_view = self._check(n, num_prompt_tokens)
             except AdmissionRejected as rejection:
                 seen = rejection.view if isinstance(rejection, QueueOverflowError) else None
-                self._emit(self._clock(), "reject", request_id, n, seen)
+                seen_tokens = (
+                    rejection.queued_tokens
+                    if isinstance(rejection, MaxQueuedTokensError) and tokens is not None
+                    else None
+                )
+                self._emit(
+                    self._clock(),
+                    "reject",
+                    request_id,
+                    n,
+                    seen,
+                    tokens=tokens,
+                    token_view=seen_tokens,
+                )
                 raise
             # ADM-EV-3: stamped after the decision, before the registration writes the slot.
             t = self._clock()
@@ -154,7 +189,7 @@ class APIServer:
             except BaseException:
                 self._controller.cancel_admission(n, num_prompt_tokens)
                 raise
-        self._emit(t, "admit", request_id, n, view)
+        self._emit(t, "admit", request_id, n, view, tokens=tokens, token_view=token_view)
         return ids
 
     async def add_request(
@@ -206,6 +241,14 @@ class APIServer:
         """The first output of an internal request arrived: its prompt leaves the count.
 
         With shared tokens counter 1 of the own slot is written;
-        an unknown id is a `KeyError` and nothing changes.
+        an unknown id is a `KeyError` and nothing changes. Under a token
+        limit a `prefill_done` event is recorded, stamped like a departure
+        (`t_before` before the write, `t` after).
         """
+        if not self._records_tokens:
+            self.tracker.prefill_done(request_id)
+            return
+        tokens = self.tracker.prefill_tokens(request_id)
+        t_before = self._clock()
         self.tracker.prefill_done(request_id)
+        self._emit(self._clock(), "prefill_done", request_id, 1, None, t_before, tokens=tokens)

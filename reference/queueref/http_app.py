@@ -3,14 +3,14 @@
 Models the completion route of vLLM 0.30.0's OpenAI-compatible server
 (`vllm/entrypoints/openai/api_server.py`): the body is read as
 `queueref.http_wire` states, the request is admitted with its real `n`
-(`AsyncLLM.check_admission(n)`), answered 503 with vLLM's body when the
+(`AsyncLLM.check_admission(n)`) and its prompt length, answered 503 with vLLM's body when the
 queue is full, and aborted when its client disconnects (vLLM 0.30.0's
 `with_cancellation` in `vllm/entrypoints/serve/utils/api_utils.py` races the
 handler against `http.disconnect` and cancels it, which aborts the request).
 
 Deliberate divergences from vLLM: the engine is simulated (an admitted
-request is held for the service time, with jitter, then finished); the app
-is plain ASGI, not FastAPI.
+request is held for the service time, with jitter; its prefill is done after
+`prefill_ms`, then it is finished); the app is plain ASGI, not FastAPI.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ class CompletionApp:
         api: APIServer,
         *,
         service_time_ms: float,
+        prefill_ms: float = 0.0,
         jitter: float = 0.2,
         display: SharedAdmissionStats | None = None,
         global_view: SharedAdmissionStats | None = None,
@@ -77,6 +78,7 @@ class CompletionApp:
         self._api = api
         self._store = store  # serve --store: admission through the multi-node store
         self._service = service_time_ms / 1000.0
+        self._prefill = prefill_ms / 1000.0
         self._jitter = jitter
         self._display = display
         self._global = global_view
@@ -99,6 +101,7 @@ class CompletionApp:
         """Local mode: show this server's count in its display slot (never read by admission)."""
         if self._display is not None:
             self._display.set_num_requests(self._api.tracker.get_num_unfinished_requests())
+            self._display.set_num_queued_tokens(self._api.tracker.get_num_queued_tokens())
 
     def global_running(self) -> int:
         """The global count read from the shared counters (the own count without them)."""
@@ -108,10 +111,17 @@ class CompletionApp:
             return self._global.get_num_requests()
         return self._api.tracker.get_num_unfinished_requests()
 
+    def global_queued_tokens(self) -> int:
+        """The global queued prompt tokens from the shared counters (the own without them)."""
+        if self._global is not None:
+            return self._global.get_num_queued_tokens()
+        return self._api.controller.read_queued_tokens()
+
     def metrics_text(self) -> str:
         """Prometheus text exposition of this server's and the global count (E2E-SRV-3)."""
         index = self._api.server_index
         limit = self._api.controller.max_num_queued_reqs
+        token_limit = self._api.controller.max_num_queued_tokens
         lines = [
             "# HELP vllm:num_requests_running Requests admitted and unfinished on this server.",
             "# TYPE vllm:num_requests_running gauge",
@@ -124,6 +134,18 @@ class CompletionApp:
             "# TYPE queueref:max_num_queued_reqs gauge",
             f'queueref:max_num_queued_reqs{{mode="{self._mode}"}} '
             f"{limit if limit is not None else -1}",
+            "# HELP queueref:num_queued_tokens Prompt tokens of this server still in prefill.",
+            "# TYPE queueref:num_queued_tokens gauge",
+            f'queueref:num_queued_tokens{{server="{index}"}} '
+            f"{self._api.tracker.get_num_queued_tokens()}",
+            "# HELP queueref:global_num_queued_tokens Sum of counter 1 of every server's slot.",
+            "# TYPE queueref:global_num_queued_tokens gauge",
+            f'queueref:global_num_queued_tokens{{server="{index}"}} {self.global_queued_tokens()}',
+            "# HELP queueref:max_num_queued_tokens The token cap Mt (-1: none).",
+            "# TYPE queueref:max_num_queued_tokens gauge",
+            f'queueref:max_num_queued_tokens{{mode="{self._mode}",'
+            f'rule="{self._api.controller.token_rule.value}"}} '
+            f"{token_limit if token_limit is not None else -1}",
             "# HELP queueref:requests_total Outcomes of this server's completion requests.",
             "# TYPE queueref:requests_total counter",
             f'queueref:requests_total{{server="{index}",outcome="admitted"}} {self.admitted}',
@@ -225,9 +247,18 @@ class CompletionApp:
         try:
             spread = self._jitter * self._service
             hold = max(0.0, self._service + self._random.uniform(-spread, spread))
-            done, _ = await asyncio.wait({gone}, timeout=hold)
+            # E2E-SRV-8: the prompt tokens leave the count when the prefill is done.
+            prefill = min(self._prefill, hold)
+            done, _ = await asyncio.wait({gone}, timeout=prefill)
             if gone in done:
                 raise ClientGone  # E2E-SRV-6: abort at once, as vLLM cancels the handler
+            if self._store is None:  # the store counts no tokens: it caps requests only
+                for rid in ids:
+                    self._api.prefill_done(rid)
+                self._mirror()
+            done, _ = await asyncio.wait({gone}, timeout=hold - prefill)
+            if gone in done:
+                raise ClientGone
             if self._store is not None:
                 await self._store.finish(request_id)
             else:

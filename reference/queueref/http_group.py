@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from queueref.admission import TokenRuleName
 from queueref.events import AdmissionEvent
 from queueref.http_store import NodeStore
 from queueref.http_wire import COMPLETION_PATHS
@@ -57,6 +58,9 @@ from queueref.oracle.trace_check import (
 from queueref.servers import START_METHOD, ServerGroup, SlotReset
 from queueref.validators import is_int_at_least
 
+#: The token rules `serve --token-rule` offers (ADM-TOK-3).
+TOKEN_RULES: Final[tuple[TokenRuleName, ...]] = ("ge", "fits")
+
 #: The parent's own log in a trace folder: restarts and reclaimed slots (E2E-SRV-7).
 SUPERVISOR_LOG: Final = "supervisor.jsonl"
 
@@ -67,6 +71,7 @@ __all__ = [
     "RESTART_REASONS",
     "SERVE_MODES",
     "SUPERVISOR_LOG",
+    "TOKEN_RULES",
     "HttpConfig",
     "HttpServers",
     "PortInUseError",
@@ -198,6 +203,9 @@ class HttpServers:
         worker_timeout: float = 10.0,
         restart: bool = True,
         max_restarts: int = 10,
+        max_num_queued_tokens: int | None = None,
+        token_rule: TokenRuleName = "ge",
+        prefill_ms: float | None = None,
         store: NodeStore | None = None,
     ) -> None:
         # E2E-CLI-1: bad input is refused before anything starts.
@@ -207,6 +215,14 @@ class HttpServers:
             raise ValueError(
                 f"--max-num-queued-reqs must be an integer >= 0, got {max_num_queued_reqs!r}"
             )
+        if max_num_queued_tokens is not None and not is_int_at_least(max_num_queued_tokens, 0):
+            raise ValueError(
+                f"--max-num-queued-tokens must be an integer >= 0, got {max_num_queued_tokens!r}"
+            )
+        if token_rule not in TOKEN_RULES:
+            raise ValueError(f"--token-rule must be one of {TOKEN_RULES}, got {token_rule!r}")
+        if prefill_ms is not None and not 0 <= prefill_ms < float("inf"):
+            raise ValueError(f"--prefill-ms must be finite and >= 0, got {prefill_ms!r}")
         if mode not in SERVE_MODES:
             raise ValueError(f"--admission must be one of {SERVE_MODES}, got {mode!r}")
         if not 0 <= service_time_ms < float("inf"):
@@ -215,6 +231,9 @@ class HttpServers:
             raise ValueError(f"--worker-timeout must be finite and > 0, got {worker_timeout!r}")
         self.num_servers = num_servers
         self.max_num_queued_reqs = max_num_queued_reqs
+        self.max_num_queued_tokens = max_num_queued_tokens
+        self.token_rule: TokenRuleName = token_rule
+        self.prefill_ms = prefill_ms
         self.mode: ServeMode = mode
         self.host = host
         self.requested_port = port
@@ -277,6 +296,8 @@ class HttpServers:
             os.getpid(),
             heartbeats,
             restarts,
+            token_rule=self.token_rule,
+            prefill_ms=self.prefill_ms,
             store=self.store,
         )
         self._http = http
@@ -284,6 +305,7 @@ class HttpServers:
             serve_process,
             self.num_servers,
             max_num_queued_reqs=self.max_num_queued_reqs,
+            max_num_queued_tokens=self.max_num_queued_tokens,
             protocol=parse_protocol(self.mode),
             args=(http,),
         )

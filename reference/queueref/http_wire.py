@@ -81,7 +81,7 @@ def status_body(status: HTTPStatus) -> dict[str, Any]:
 
 
 def is_busy_body(body: bytes) -> bool:
-    """Whether `body` is the documented 503 body: busy, try again (E2E-SRV-2)."""
+    """Whether `body` is a documented 503 body: busy or backlog, try again (E2E-SRV-2)."""
     try:
         record = json.loads(body)
     except (ValueError, RecursionError):
@@ -94,7 +94,12 @@ def is_busy_body(body: bytes) -> bool:
     if error["code"] != 503 or error["type"] != BUSY_ERROR_TYPE or error["param"] is not None:
         return False
     message = error["message"]
-    return isinstance(message, str) and "busy" in message and "try again" in message
+    # ADM-ERR-1: the request limit says "busy", the token limit "backlog"; both "try again".
+    return (
+        isinstance(message, str)
+        and ("busy" in message or "backlog" in message)
+        and "try again" in message
+    )
 
 
 class BadRequest(ValueError):

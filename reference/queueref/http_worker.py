@@ -24,13 +24,13 @@ import time
 from dataclasses import dataclass
 from typing import IO, Any, Final, Literal
 
-from queueref.admission import AdmissionController
+from queueref.admission import AdmissionController, TokenRuleName
 from queueref.events import AdmissionEvent
 from queueref.front import APIServer
 from queueref.http_app import CompletionApp
 from queueref.http_store import NodeStore, StoreFront
 from queueref.oracle.trace_check import trace_file
-from queueref.servers import ServerSpec
+from queueref.servers import ServerSpec, controller_protocol
 from queueref.tracker import RequestTracker
 
 ServeMode = Literal["local", "shared", "reserve"]
@@ -43,6 +43,9 @@ RESTART_REASONS: Final = ("crashed", "hung")
 
 #: How often a child beats its heartbeat, in seconds.
 HEARTBEAT_INTERVAL: Final = 0.1
+
+#: The default prefill delay, as a fraction of the service time (E2E-SRV-8).
+PREFILL_FRACTION: Final = 0.25
 
 #: Linux's prctl option that sends a signal to a process when its parent dies.
 _PR_SET_PDEATHSIG: Final = 1
@@ -65,6 +68,8 @@ class HttpConfig:
     parent_pid: int = 0
     heartbeats: Any = None  # RawArray("d", N): each child's last beat (time.monotonic)
     restarts: Any = None  # RawArray("q", N * len(RESTART_REASONS)), written by the parent
+    token_rule: TokenRuleName = "ge"
+    prefill_ms: float | None = None  # None: PREFILL_FRACTION of the service time
     store: NodeStore | None = None  # serve --store: admit through the multi-node store
 
 
@@ -120,6 +125,11 @@ def _build(spec: ServerSpec, http: HttpConfig, record: Any) -> CompletionApp:
 
     common: dict[str, Any] = {
         "service_time_ms": http.service_time_ms,
+        "prefill_ms": (
+            http.prefill_ms
+            if http.prefill_ms is not None
+            else PREFILL_FRACTION * http.service_time_ms
+        ),
         "jitter": http.jitter,
         "mode": http.mode,
         "id_prefix": f"cmpl-{spec.index}-{os.getpid()}",  # unique across restarts
@@ -133,12 +143,26 @@ def _build(spec: ServerSpec, http: HttpConfig, record: Any) -> CompletionApp:
         # Before PR #54746: admission reads the own count only; the slot is a display.
         tracker = RequestTracker(None)
         controller = AdmissionController(
-            spec.max_num_queued_reqs, spec.max_num_queued_tokens, tracker=tracker
+            spec.max_num_queued_reqs,
+            spec.max_num_queued_tokens,
+            tracker=tracker,
+            token_rule=http.token_rule,
         )
         api = APIServer(controller, server_index=spec.index, record=record)
         display = spec.shared_stats()
         return CompletionApp(api, display=display, global_view=display, **common)
-    return CompletionApp(spec.build(record=record), global_view=spec.shared_stats(), **common)
+    # ServerSpec.build without the token rule: the same parts, with `token_rule` (ADM-TOK-3).
+    stats = spec.shared_stats()
+    controller = AdmissionController(
+        spec.max_num_queued_reqs,
+        spec.max_num_queued_tokens,
+        tracker=RequestTracker(stats),
+        shared_stats=stats,
+        mode=controller_protocol(spec.protocol),
+        token_rule=http.token_rule,
+    )
+    api = APIServer(controller, server_index=spec.index, record=record, admission_lock=spec.lock)
+    return CompletionApp(api, global_view=stats, **common)
 
 
 def serve_process(spec: ServerSpec, http: HttpConfig) -> None:

@@ -160,7 +160,9 @@ class ServerGroup:
         self._target = target
         self._args = tuple(args)
         # ADM-SRV-1: the parent allocates the one array, before any child exists.
-        self._counters = allocate_admission_counters(num_servers, max_num_queued_reqs)
+        self._counters = allocate_admission_counters(
+            num_servers, max_num_queued_reqs, max_num_queued_tokens
+        )
         protocol = parse_protocol(protocol)
         lock = self._context.Lock() if protocol is Protocol.LOCKED else None
         self._specs = [

@@ -2,7 +2,8 @@
 
 PATH is one trace file or a trace folder (`serve --trace DIR`: one
 `server-<i>.jsonl` per server, ORC-TR-13). Exit status (ORC-TR-11): 0 when
-the bound holds and no recorded decision is forbidden, 1 when something is
+the bound holds (and, with `--max-num-queued-tokens`, the token bound,
+ORC-TR-14) and no recorded decision is forbidden, 1 when something is
 forbidden or the bound is broken, 2 when the input cannot be read or a line
 breaks the schema -- then one line on stderr names the file, the line and
 the field, and there is no traceback (ORC-TR-9). Time and memory grow with
@@ -21,6 +22,7 @@ from queueref.events import AdmissionEvent
 from queueref.oracle.errors import TraceFormatError
 from queueref.oracle.trace_check import (
     MODES,
+    TOKEN_RULES,
     check_admission_trace,
     read_trace,
     read_trace_folder,
@@ -68,6 +70,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=MODES,
         default="shared",
         help="the admission protocol the servers ran (default shared: check-then-write)",
+    )
+    parser.add_argument(
+        "--max-num-queued-tokens",
+        dest="max_num_queued_tokens",
+        type=int_at_least(0),
+        default=None,
+        help="Mt, the token cap the servers ran with: also check the queued tokens against "
+        "their bound and every token decision (default: no token check)",
+    )
+    parser.add_argument(
+        "--token-rule",
+        choices=TOKEN_RULES,
+        default="ge",
+        help="the token rule the servers ran (ge: vLLM 0.30.0, the default; fits)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -131,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
         mode=args.mode,
         line_numbers=numbers,
         files=files,
+        max_num_queued_tokens=args.max_num_queued_tokens,
+        token_rule=args.token_rule,
     )
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))

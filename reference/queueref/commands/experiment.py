@@ -26,9 +26,16 @@ from queueref.commands.args import (
     progress_line,
     show_progress,
 )
-from queueref.experiment import ModeResult, check_output_path, format_table, plot, run_experiment
+from queueref.experiment import (
+    TOKEN_REQUESTS,
+    ModeResult,
+    check_output_path,
+    format_table,
+    plot,
+    run_experiment,
+)
 from queueref.experiment_nodes import NodesRow, format_rows, run_nodes_experiment
-from queueref.http_group import SERVE_MODES, PortInUseError
+from queueref.http_group import SERVE_MODES, TOKEN_RULES, PortInUseError
 from queueref.loadgen import LoadError
 
 HELP = "run serve + load for each admission mode and print max global in-flight vs the bound"
@@ -77,6 +84,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--trace-dir",
         default=None,
         help="keep each mode's per-server records in DIR/<mode>/server-<i>.jsonl",
+    )
+    parser.add_argument(
+        "--max-num-queued-tokens",
+        dest="max_num_queued_tokens",
+        type=int_at_least(0),
+        default=None,
+        help="Mt: a token-limit run -- the servers cap their queued prompt tokens, the clients "
+        "send mixed prompts with n 1..4, and the table gives the max global queued tokens "
+        "against their bound (default: no token limit)",
+    )
+    parser.add_argument(
+        "--token-rule", choices=TOKEN_RULES, default="ge", help="ge (vLLM 0.30.0) or fits"
     )
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     parser.add_argument(
@@ -136,6 +155,8 @@ def _fail(message: str) -> int:
 
 def _notes(result: ModeResult) -> list[str]:
     extra = []
+    if not result.trace.token_bound_holds:
+        extra.append(f"queued tokens {result.max_queued_tokens} > bound {result.token_bound}")
     if result.trace.violations:
         extra.append(f"{len(result.trace.violations)} forbidden decision(s)")
     if result.admitted != result.departed:
@@ -183,6 +204,8 @@ def run(args: argparse.Namespace) -> int:
             port=args.port,
             trace_dir=args.trace_dir,
             progress=progress if show_progress(args) else None,
+            max_num_queued_tokens=args.max_num_queued_tokens,
+            token_rule=args.token_rule,
         )
     except PortInUseError as error:
         return _fail(str(error.strerror))
@@ -197,6 +220,12 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"{args.servers} API servers, cap M={args.cap}, {args.concurrency} clients, "
             f"{args.duration:g} s per mode, service time {args.service_time_ms:g} ms"
+            + (
+                f", token cap Mt={args.max_num_queued_tokens} ({args.token_rule}), "
+                f"requests (n, prompt tokens) {list(TOKEN_REQUESTS)}"
+                if args.max_num_queued_tokens is not None
+                else ""
+            )
         )
         print(format_table(results))
         for result in results:

@@ -19,8 +19,15 @@ import time
 from types import FrameType
 
 from queueref.commands.args import duration, exit_codes, finite_float, int_at_least
-from queueref.http_group import SERVE_MODES, HttpServers, PortInUseError, port_is_free
+from queueref.http_group import (
+    SERVE_MODES,
+    TOKEN_RULES,
+    HttpServers,
+    PortInUseError,
+    port_is_free,
+)
 from queueref.http_store import NodeStore
+from queueref.http_worker import PREFILL_FRACTION
 from queueref.redis_store import StoreError, StoreFailurePolicy, StoreProtocol, allocate_node
 
 HELP = "run N real HTTP API server processes sharing one max_num_queued_reqs"
@@ -44,6 +51,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int_at_least(0),
         default=10,
         help="M, the cap on unfinished requests (10)",
+    )
+    parser.add_argument(
+        "--max-num-queued-tokens",
+        "--max_num_queued_tokens",
+        dest="max_num_queued_tokens",
+        type=int_at_least(0),
+        default=None,
+        help="Mt, the cap on prompt tokens still in prefill (default: none); a request's "
+        "tokens are n times its prompt length (prompt_token_ids, or the words of prompt)",
+    )
+    parser.add_argument(
+        "--token-rule",
+        choices=TOKEN_RULES,
+        default="ge",
+        help="ge: reject when the queued tokens are >= Mt (vLLM 0.30.0); fits: reject when "
+        "they plus the request's would exceed Mt. Default ge.",
+    )
+    parser.add_argument(
+        "--prefill-ms",
+        type=finite_float(0.0),
+        default=None,
+        help="when a request's prefill is done and its tokens leave the count "
+        f"(default {PREFILL_FRACTION:g} of --service-time-ms)",
     )
     parser.add_argument(
         "--admission",
@@ -131,6 +161,8 @@ def _node_store(args: argparse.Namespace) -> NodeStore | None:
         raise ValueError("--store needs --node NAME and --store-servers N")
     if args.admission != "shared":
         raise ValueError("--store runs check-then-write through the store: use --admission shared")
+    if args.max_num_queued_tokens is not None:
+        raise ValueError("--store shares the request cap only: drop --max-num-queued-tokens")
     base = allocate_node(args.store, args.deployment, args.node, args.servers, args.store_servers)
     return NodeStore(
         args.store,
@@ -173,6 +205,9 @@ def run(args: argparse.Namespace) -> int:
         worker_timeout=args.worker_timeout,
         restart=args.restart,
         store=node,
+        max_num_queued_tokens=args.max_num_queued_tokens,
+        token_rule=args.token_rule,
+        prefill_ms=args.prefill_ms,
     )
     # E2E-SRV-4: Ctrl-C (SIGINT, which the terminal also sends to every child) and SIGTERM
     # both stop the loop; `close` then stops, joins and reaps every process.
@@ -188,10 +223,15 @@ def run(args: argparse.Namespace) -> int:
             return _fail(f"cannot use {where}: {error.strerror or error}")
         except (RuntimeError, TimeoutError) as error:
             return _fail(str(error))
+        tokens = (
+            f", token cap {args.max_num_queued_tokens} ({args.token_rule})"
+            if args.max_num_queued_tokens is not None
+            else ""
+        )
         trace = f"; records in {args.trace}/server-<i>.jsonl" if args.trace else ""
         print(
             f"queueref serve: {args.servers} API server process(es), admission {args.admission}, "
-            f"cap {args.cap}, on http://{args.host}:{servers.port} "
+            f"cap {args.cap}{tokens}, on http://{args.host}:{servers.port} "
             f"(POST /v1/completions, GET /metrics); pids {servers.pids()}{trace}; "
             "Ctrl-C to stop",
             flush=True,

@@ -36,9 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from queueref.events import AdmissionEvent, max_admitted_in_flight, max_in_flight
+from queueref.events import AdmissionEvent, max_admitted_in_flight, max_in_flight, sweep
+from queueref.models.protocol import TokenRule, admits_tokens, keeps_reservation, parse_protocol
 from queueref.models.protocol import bound as protocol_bound
-from queueref.models.protocol import parse_protocol
+from queueref.models.tokens import token_bound
 from queueref.oracle.errors import TraceFormatError
 from queueref.tracker import child_request_id
 from queueref.validators import is_int_at_least
@@ -48,10 +49,15 @@ MODES: Final = ("shared", "locked", "reserve", "local")
 
 #: The keys of one event line (ADM-EV-2): required, then optional.
 REQUIRED_KEYS: Final = ("t", "server", "event", "request_id", "n")
-OPTIONAL_KEYS: Final = ("view", "t_before")
+OPTIONAL_KEYS: Final = ("view", "t_before", "tokens", "token_view")
+
+#: The token rules `check_admission_trace` knows (ORC-TR-14).
+TOKEN_RULES: Final = ("ge", "fits")
 
 _REQUIREMENT = re.compile(r"[A-Z]+(?:-[A-Z0-9]+)+")
-_FIELD_IN_MESSAGE = re.compile(r"\b(t_before|t|server|event|request_id|n|view)\b must")
+_FIELD_IN_MESSAGE = re.compile(
+    r"\b(t_before|token_view|tokens|t|server|event|request_id|n|view)\b must"
+)
 
 
 # ---------------------------------------------------------------------------
@@ -262,11 +268,24 @@ class TraceReport:
     violations: tuple[Violation, ...]
     counts: dict[str, int] = field(default_factory=dict)
     still_in_flight: int = 0
+    # ORC-TR-14: the token limit's measure, None without `max_num_queued_tokens`.
+    max_num_queued_tokens: int | None = None
+    token_rule: str = "ge"
+    max_request_tokens: int = 0
+    max_queued_tokens: int | None = None
+    token_bound: int | None = None
+
+    @property
+    def token_bound_holds(self) -> bool:
+        """The queued tokens stay within their bound (true without a token limit)."""
+        if self.max_queued_tokens is None or self.token_bound is None:
+            return True
+        return self.max_queued_tokens <= self.token_bound
 
     @property
     def ok(self) -> bool:
-        """The bound holds and no recorded decision is forbidden."""
-        return self.bound_holds and not self.violations
+        """Both bounds hold and no recorded decision is forbidden."""
+        return self.bound_holds and self.token_bound_holds and not self.violations
 
     def to_dict(self) -> dict[str, Any]:
         """The report as plain JSON data."""
@@ -283,6 +302,12 @@ class TraceReport:
             "bound_holds": self.bound_holds,
             "counts": dict(self.counts),
             "still_in_flight": self.still_in_flight,
+            "max_num_queued_tokens": self.max_num_queued_tokens,
+            "token_rule": self.token_rule,
+            "max_request_tokens": self.max_request_tokens,
+            "max_queued_tokens": self.max_queued_tokens,
+            "token_bound": self.token_bound,
+            "token_bound_holds": self.token_bound_holds,
             "violations": [
                 {
                     "file": v.file,
@@ -302,11 +327,22 @@ class TraceReport:
             f"{self.num_events} events, {self.num_servers} servers, "
             f"cap M={self.max_num_queued_reqs}, W={self.max_n}, mode {self.mode}",
             "  "
-            + ", ".join(f"{kind} {self.counts.get(kind, 0)}" for kind in _KINDS)
+            + ", ".join(
+                f"{kind} {self.counts.get(kind, 0)}"
+                for kind in _KINDS + (("prefill_done",) if "prefill_done" in self.counts else ())
+            )
             + f"; still in flight at the end: {self.still_in_flight}",
             f"largest global in-flight count ({self.measure}): {self.max_in_flight}",
             f"bound: {self.bound} -- {verdict}",
         ]
+        if self.max_num_queued_tokens is not None:
+            lines += [
+                f"token cap Mt={self.max_num_queued_tokens}, rule {self.token_rule}, "
+                f"largest request P={self.max_request_tokens} tokens",
+                f"largest global queued tokens: {self.max_queued_tokens}",
+                f"token bound: {self.token_bound} -- "
+                f"{'holds' if self.token_bound_holds else 'BROKEN'}",
+            ]
         if self.violations:
             lines.append(f"{len(self.violations)} forbidden decision(s):")
             lines.extend(f"  {violation}" for violation in self.violations)
@@ -324,6 +360,26 @@ def trace_bound(mode: str, num_servers: int, max_num_queued_reqs: int, max_n: in
     return protocol_bound(parse_protocol(mode), num_servers, max_num_queued_reqs, max_n)
 
 
+def trace_token_bound(
+    mode: str, rule: str, num_servers: int, max_num_queued_tokens: int, max_request_tokens: int
+) -> int:
+    """ORC-TR-14: the bound of the queued tokens (OB-TOK-1, OB-TOK-2, OB-TOK-3).
+
+    `shared`: the N-server bound of the rule; `reserve`: write-then-check's
+    Mt; `locked`: one server's bound (the checks are serialised); `local`: N
+    times one server's bound (each checks its own tokens).
+    """
+    token_rule = TokenRule(rule)
+    if mode == "reserve":
+        return token_bound(token_rule, True, num_servers, max_num_queued_tokens, max_request_tokens)
+    one = token_bound(token_rule, False, 1, max_num_queued_tokens, max_request_tokens)
+    if mode == "locked":
+        return one
+    if mode == "local":
+        return num_servers * one
+    return token_bound(token_rule, False, num_servers, max_num_queued_tokens, max_request_tokens)
+
+
 # ---------------------------------------------------------------------------
 # The replay
 
@@ -339,6 +395,9 @@ class _Live:
 
     n: int
     ended: set[int] = field(default_factory=set)
+    tokens: int = 0  # the prompt length p of each child (ADM-EV-6)
+    prefilled: set[int] = field(default_factory=set)  # children whose prefill is done
+    queued: int = 0  # children neither ended nor prefilled: they hold p tokens each
 
     @property
     def remaining(self) -> int:
@@ -364,6 +423,7 @@ class _Server:
         # live requests named like a child id `k_rest`: rest -> heap of k (lazy deletion)
         self.prefixed: dict[str, list[int]] = {}
         self.own = 0
+        self.own_tokens = 0
         self.last_t: float | None = None
 
     def live_child(self, request_id: str) -> tuple[str, int] | None:
@@ -400,11 +460,25 @@ class _Server:
 class _Replay:
     """Per-server state rebuilt from the events: what is in flight, and since when."""
 
-    def __init__(self, mode: str, num_servers: int, cap: int, max_n: int) -> None:
+    def __init__(
+        self,
+        mode: str,
+        num_servers: int,
+        cap: int,
+        max_n: int,
+        token_limit: int | None = None,
+        token_rule: str = "ge",
+    ) -> None:
         self.mode = mode
         self.num_servers = num_servers
         self.cap = cap
         self.max_n = max_n
+        self.token_limit = token_limit
+        self.token_rule = TokenRule(token_rule)
+        # ORC-TR-14: (t, rank, delta) of the queued tokens, at t and at t_before (O(events)).
+        self.token_points: list[tuple[float, int, int]] = []
+        self.admitted_token_points: list[tuple[float, int, int]] = []
+        self.max_request_tokens = 0
         self.violations: list[Violation] = []
         self.servers: dict[int, _Server] = {}
         self.file: str | None = None  # the file of the event being replayed (a folder)
@@ -446,8 +520,99 @@ class _Replay:
             self.admit(line, event)
         elif event.event == "reject":
             self.decide(line, event, admitted=False)
+            self.decide_tokens(line, event, admitted=False)
+        elif event.event == "prefill_done":
+            self.prefill(line, event)
         else:
             self.depart(line, event)
+
+    def tokens_leave(self, event: AdmissionEvent, state: _Server, tokens: int) -> None:
+        """Queued tokens leave at `t` (and at `t_before` for the admitted measure)."""
+        if tokens:
+            state.own_tokens -= tokens
+            self.token_points.append((event.t, 1, -tokens))
+            at = event.t_before if event.t_before is not None else event.t
+            self.admitted_token_points.append((at, 0, -tokens))
+
+    def decide_tokens(self, line: int, event: AdmissionEvent, *, admitted: bool) -> None:
+        """ORC-TR-15: the token decision fits the recorded token view, and that view fits."""
+        limit = self.token_limit
+        if limit is None:
+            return
+        token_view = event.token_view
+        if token_view is None:
+            if admitted:
+                self.flag(
+                    line,
+                    "ORC-TR-15",
+                    f"admitted under the token cap {limit}, but no token view is recorded",
+                    event,
+                )
+            return  # a rejection by the request limit read no tokens
+        weight = event.n * (event.tokens or 0)
+        if self.mode == "reserve":
+            fits = keeps_reservation(token_view, limit)
+            rule_text = f"token view {token_view} <= token cap {limit}"
+        else:
+            fits = admits_tokens(self.token_rule, token_view, weight, limit)
+            rule_text = (
+                f"token view {token_view} < token cap {limit}"
+                if self.token_rule is TokenRule.GE
+                else f"token view {token_view} + tokens {weight} <= token cap {limit}"
+            )
+        if admitted and not fits:
+            self.flag(line, "ORC-TR-15", f"admitted although not {rule_text}", event)
+        if not admitted and fits:
+            self.flag(line, "ORC-TR-15", f"rejected although {rule_text}", event)
+        own = self.server(event.server).own_tokens
+        floor = own + weight if self.mode == "reserve" else own
+        if token_view < floor or (self.mode == "local" and token_view != own):
+            self.flag(
+                line,
+                "ORC-TR-15",
+                f"token view {token_view} cannot have been read: the server's own queued "
+                f"tokens are {own}"
+                + (f" plus its reservation {weight}" if weight and self.mode == "reserve" else ""),
+                event,
+            )
+
+    def prefill(self, line: int, event: AdmissionEvent) -> None:
+        """ORC-TR-14: a prefill_done ends the prefill of one internal request in flight."""
+        state = self.server(event.server)
+        target = event.request_id
+        record = state.live.get(target)
+        child = state.live_child(target)
+        if record is not None and record.n == 1:
+            parent, k = target, 0
+        elif child is not None:
+            parent, k = child
+        else:
+            history = (
+                "a request of n > 1, not an internal request"
+                if record is not None
+                else ("already ended" if state.was_ended(target) else "unknown")
+            )
+            self.flag(
+                line,
+                "ORC-TR-14",
+                f"prefill_done of {target!r}, which is {history} on server {event.server}",
+                event,
+            )
+            return
+        live = state.live[parent]
+        leaving = 0 if k in live.prefilled else live.tokens
+        if event.tokens is not None and event.tokens != leaving:
+            self.flag(
+                line,
+                "ORC-TR-14",
+                f"prefill_done of {target!r} takes out {event.tokens} tokens, but it "
+                f"holds {leaving}",
+                event,
+            )
+        if k not in live.prefilled:
+            live.prefilled.add(k)
+            live.queued -= 1
+            self.tokens_leave(event, state, leaving)
 
     def decide(self, line: int, event: AdmissionEvent, *, admitted: bool) -> None:
         """ORC-TR-2, ORC-TR-3, ORC-TR-7: the decision fits the view; the view fits the server."""
@@ -490,6 +655,7 @@ class _Replay:
     def admit(self, line: int, event: AdmissionEvent) -> None:
         """ORC-TR-2, ORC-TR-4, ORC-TR-8: a legal admission of a request not in flight."""
         self.decide(line, event, admitted=True)
+        self.decide_tokens(line, event, admitted=True)
         if event.n > self.max_n:
             self.flag(
                 line,
@@ -516,7 +682,14 @@ class _Replay:
                 event,
             )
             return
-        state.live[request_id] = _Live(event.n)
+        tokens = event.tokens or 0
+        state.live[request_id] = _Live(event.n, tokens=tokens, queued=event.n)
+        if tokens:
+            weight = event.n * tokens
+            self.max_request_tokens = max(self.max_request_tokens, weight)
+            state.own_tokens += weight
+            self.token_points.append((event.t, 0, weight))
+            self.admitted_token_points.append((event.t, 1, weight))
         state.ended.pop(request_id, None)
         split = _split_child(request_id)
         if split is not None:
@@ -556,6 +729,12 @@ class _Replay:
         live = state.live[parent]
         if child is not None:
             live.ended.add(child[1])  # one child of a request with n > 1
+            if child[1] not in live.prefilled:
+                live.queued -= 1
+                self.tokens_leave(event, state, live.tokens)
+        else:  # the request itself, or every child still in flight
+            self.tokens_leave(event, state, live.queued * live.tokens)
+            live.queued = 0
         if child is None or live.remaining == 0:
             state.ended[parent] = state.live.pop(parent).n  # the whole request is over
         state.own -= count
@@ -584,6 +763,8 @@ def check_admission_trace(
     mode: str = "shared",
     line_numbers: Sequence[int] | None = None,
     files: Sequence[str] | None = None,
+    max_num_queued_tokens: int | None = None,
+    token_rule: str = "ge",
 ) -> TraceReport:
     """Replay a recorded admission trace and report what the semantics forbid.
 
@@ -594,7 +775,9 @@ def check_admission_trace(
     ORC-TR-9), or of a folder of per-server files (ORC-TR-13).
     `line_numbers` gives the line of each event for the report (default: its
     1-based position), `files` the file of each (a folder's events).
-    `mode` is one of `MODES` (ORC-TR-10).
+    `mode` is one of `MODES` (ORC-TR-10). With `max_num_queued_tokens` the
+    token limit is checked too: its measure against its bound (ORC-TR-14)
+    and every token decision (ORC-TR-15), under `token_rule` (`ge`, `fits`).
 
     >>> from queueref.events import AdmissionEvent
     >>> trace = [
@@ -619,6 +802,13 @@ def check_admission_trace(
         )
     if not is_int_at_least(max_n, 1):
         raise ValueError(f"ORC-TR-10: max_n must be an int >= 1, got {max_n!r}")
+    if max_num_queued_tokens is not None and not is_int_at_least(max_num_queued_tokens, 0):
+        raise ValueError(
+            "ORC-TR-14: max_num_queued_tokens must be None or an int >= 0, "
+            f"got {max_num_queued_tokens!r}"
+        )
+    if token_rule not in TOKEN_RULES:
+        raise ValueError(f"ORC-TR-14: token_rule must be one of {TOKEN_RULES}, got {token_rule!r}")
     sources: list[str] | None = list(files) if files is not None else None
     if isinstance(events, (str, Path, os.PathLike)) and os.path.isdir(events):
         folder = read_trace_folder(events, num_servers)
@@ -634,7 +824,9 @@ def check_admission_trace(
         raise ValueError("ORC-TR-1: line_numbers must give one line per event")
     if sources is not None and len(sources) != len(trace):
         raise ValueError("ORC-TR-1: files must give one file per event")
-    replay = _Replay(mode, num_servers, max_num_queued_reqs, max_n)
+    replay = _Replay(
+        mode, num_servers, max_num_queued_reqs, max_n, max_num_queued_tokens, token_rule
+    )
     for position, (number, event) in enumerate(zip(numbers, trace, strict=True)):
         replay.file = sources[position] if sources is not None else None
         if not isinstance(event, AdmissionEvent):
@@ -660,6 +852,18 @@ def check_admission_trace(
     largest = max_admitted_in_flight(trace) if measure != "max_in_flight" else max_in_flight(trace)
     bound = trace_bound(mode, num_servers, max_num_queued_reqs, max_n)
     counts = {kind: sum(1 for event in trace if event.event == kind) for kind in _KINDS}
+    prefills = sum(1 for event in trace if event.event == "prefill_done")
+    if prefills:
+        counts["prefill_done"] = prefills
+    max_queued_tokens: int | None = None
+    bound_of_tokens: int | None = None
+    if max_num_queued_tokens is not None:
+        # ORC-TR-14: the same measure as the requests', over the token deltas of the replay.
+        points = replay.token_points if measure == "max_in_flight" else replay.admitted_token_points
+        max_queued_tokens = sweep(points)
+        bound_of_tokens = trace_token_bound(
+            mode, token_rule, num_servers, max_num_queued_tokens, replay.max_request_tokens
+        )
     violations = sorted(replay.violations, key=lambda v: (v.file or "", v.line))
     return TraceReport(
         mode=mode,
@@ -674,4 +878,9 @@ def check_admission_trace(
         violations=tuple(violations),
         counts=counts,
         still_in_flight=replay.still_in_flight,
+        max_num_queued_tokens=max_num_queued_tokens,
+        token_rule=token_rule,
+        max_request_tokens=replay.max_request_tokens,
+        max_queued_tokens=max_queued_tokens,
+        token_bound=bound_of_tokens,
     )
