@@ -50,8 +50,8 @@ def one_pass_agrees(requests: list[int], tokens: list[int]) -> bool:
     slots = range(len(requests))
     return (
         stats.reads_in_one_pass
-        and stats.read_all_slots(REQUESTS) == [stats.read_slot(i) for i in slots] == requests
-        and stats.read_all_slots(TOKENS) == [stats.read_tokens_slot(i) for i in slots] == tokens
+        and stats._read_all_slots(REQUESTS) == [stats.read_slot(i) for i in slots] == requests
+        and stats._read_all_slots(TOKENS) == [stats.read_tokens_slot(i) for i in slots] == tokens
         and stats.get_num_requests() == sum(requests)
         and stats.get_num_queued_tokens() == sum(tokens)
     )
@@ -85,7 +85,7 @@ def test_read_all_is_the_accumulate_fold(view: int, values: list[int]) -> None:
     folded = view
     for value in values:
         folded = protocol.accumulate(folded, value)
-    assert protocol.read_all(view, values) == folded
+    assert protocol._read_all(view, values) == folded
 
 
 def outcome(server: AdmissionController, n: int, prompt: int) -> Any:
@@ -205,7 +205,7 @@ def test_the_comparison_refutes_a_broken_one_pass_read(
     admits a request the stepwise check rejects."""
     requests, tokens = [3, 4, 2], [7, 1, 5]
     assert one_pass_agrees(requests, tokens)  # the control: the real view agrees
-    monkeypatch.setattr(shared_stats_module, "strided_counter_view", broken)
+    monkeypatch.setattr(shared_stats_module, "_strided_counter_view", broken)
     assert not one_pass_agrees(requests, tokens)
     counters = raw(requests, tokens)
     fast = make_controller(counters, 3, max_num_queued_reqs=9)

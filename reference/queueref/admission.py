@@ -13,7 +13,7 @@ Deliberate divergences from vLLM:
   through `queueref.models.protocol.Check`, and is available step by step
   (`AdmissionController.start_check`) so that models and tests can interleave
   other servers between two reads. Over a C-level counter buffer
-  `check_admission` makes the same reads in one C-level pass (ADM-CTL-11).
+  `check_admission` makes the same reads in one C-level pass.
 * write-then-check (`mode="write-then-check"`, formerly `"reserve"`) is
   queueref's addition: a hard global cap at the price of spurious
   rejections. The default check-then-write is vLLM 0.30.0's.
@@ -43,8 +43,8 @@ from queueref.shared_stats import (
     CONFIG_KEY,
     AdmissionCounterBuffer,
     SharedAdmissionStats,
+    _checked_counts,
     allocate_admission_counters,
-    checked_counts,
     is_private_buffer,
 )
 from queueref.tracker import RequestTracker
@@ -339,7 +339,7 @@ def _within_token_limit(
 def _admits_tokens(
     controller: AdmissionController, queued: int, tokens: int, tokens_reserved: bool
 ) -> bool:
-    """The token decision step on the tokens read (ADM-TOK-3, ADM-TOK-5)."""
+    """The token decision step on the tokens read."""  # ADM-TOK-3, ADM-TOK-5
     limit = controller.max_num_queued_tokens
     assert limit is not None  # only called with a token limit
     if tokens_reserved:
@@ -361,7 +361,7 @@ def _check_admission_postconditions(
     before: tuple[int, int, int],
 ) -> None:
     """The postconditions of an admission, each O(1), stated apart from the decision
-    step so that a broken step is caught (ADM-CTL-3, -4, -6, -9, ADM-TOK-3, -5)."""
+    step so that a broken step is caught."""  # ADM-CTL-3, -4, -6, -9, ADM-TOK-3, -5
     tracker, limit = controller.tracker, controller.max_num_queued_reqs
     unfinished, reserved, reserved_tokens = _tracker_counts(tracker)
     tokens = n * num_prompt_tokens
@@ -655,7 +655,7 @@ class AdmissionController:
         reservations in the own slot; register the request with the tracker
         (which takes them over) or call `cancel_admission(n, num_prompt_tokens)`.
 
-        ADM-CTL-11: over a C-level counter buffer each pass is one C-level read
+        Over a C-level counter buffer each pass is one C-level read
         of every slot; over any other buffer (or without shared stats) this is
         `start_check`, `read_next` until `done`, `decide`. The postconditions
         are the O(1) `if __debug__` checks of `_check_admission_postconditions`
@@ -691,16 +691,16 @@ class AdmissionController:
             if limit is not None:
                 values = stats._request_view.tolist()  # type: ignore[union-attr]
                 if min(values) < 0:
-                    checked_counts(values, SharedAdmissionStats.REQUEST_COUNT)  # raises
-                view = protocol.read_all(0, values)
+                    _checked_counts(values, SharedAdmissionStats.REQUEST_COUNT)  # raises
+                view = protocol._read_all(0, values)
                 if not protocol.admits(self._protocol, view, n, limit):
                     raise QueueOverflowError(view=view, n=n, limit=limit)
             if token_limit is not None:
                 if self._token_scope == "shared":
                     values = stats._token_view.tolist()  # type: ignore[union-attr]
                     if min(values) < 0:
-                        checked_counts(values, SharedAdmissionStats.QUEUED_TOKENS)  # raises
-                    queued = protocol.read_all(0, values)
+                        _checked_counts(values, SharedAdmissionStats.QUEUED_TOKENS)  # raises
+                    queued = protocol._read_all(0, values)
                 else:
                     # ADM-RISK-2: the local scope reads the own tokens, never counter 1 (from
                     # the fields: the public readers would run the tracker's invariants).
@@ -722,7 +722,7 @@ class AdmissionController:
         return view
 
     def _check_step_by_step(self, n: int, num_prompt_tokens: int) -> int | None:
-        """ADM-CTL-7: the check as `start_check`, `read_next` until `done`, `decide`."""
+        """The check as `start_check`, `read_next` until `done`, `decide`."""  # ADM-CTL-7
         if not is_int_at_least(n, 1):
             raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
         if __debug__:

@@ -14,7 +14,7 @@ Deliberate divergences from vLLM:
   value read from a slot is an `AdmissionCounterError`, never an admission.
 * A sum reads the slots strictly one `__getitem__` per slot, in index order,
   through `queueref.models.protocol.Check` -- or, over a buffer of C-level
-  8-byte counters, in one C-level pass of the same reads (ADM-CTL-11).
+  8-byte counters, in one C-level pass of the same reads.
 """
 
 from __future__ import annotations
@@ -95,8 +95,9 @@ def _buffer_length(counters: object) -> int | None:
         return None
 
 
-def strided_counter_view(counters: object, client_count: int, counter: int) -> memoryview | None:
-    """ADM-CTL-11: a view whose item i is counter `counter` of slot i, or None.
+# ADM-CTL-11: the one-pass read of a whole pass over a C-level counter buffer.
+def _strided_counter_view(counters: object, client_count: int, counter: int) -> memoryview | None:
+    """A view whose item i is counter `counter` of slot i, or None (one-pass reads).
 
     Only for buffers of C-level signed 8-byte counters (`RawArray("q", ...)`, a
     ctypes `c_int64` array): reading it is one aligned 8-byte load per item, the
@@ -114,9 +115,9 @@ def strided_counter_view(counters: object, client_count: int, counter: int) -> m
     return flat[counter : counter + client_count * step : step]
 
 
-def checked_counts(values: list[int], counter: int) -> list[int]:
+def _checked_counts(values: list[int], counter: int) -> list[int]:
     """The values of one pass, or `AdmissionCounterError` naming the first negative slot
-    (ADM-CTL-8), as the slot-by-slot read raises."""
+    as the slot-by-slot read raises."""  # ADM-CTL-8
     if min(values) < 0:
         slot = next(index for index, value in enumerate(values) if value < 0)
         raise AdmissionCounterError(
@@ -126,14 +127,14 @@ def checked_counts(values: list[int], counter: int) -> list[int]:
     return values
 
 
-def read_in_one_pass(view: memoryview, counter: int) -> int:
-    """ADM-CTL-11: the sum of a strided view, read once, item 0 to N-1, in C.
+def _read_in_one_pass(view: memoryview, counter: int) -> int:
+    """The sum of a strided view, read once, item 0 to N-1, in C.
 
     `tolist()` loads every item once, in index order, with no Python code between
     two loads; the values are then checked and folded by the step function
-    (`protocol.read_all`).
+    (`protocol._read_all`).
     """
-    return protocol.read_all(0, checked_counts(view.tolist(), counter))
+    return protocol._read_all(0, _checked_counts(view.tolist(), counter))
 
 
 # ---------------------------------------------------------------------------
@@ -201,16 +202,16 @@ class SharedAdmissionStats:
         self._client_index = client_index
         self._slot_offset = client_index * self.COUNTERS_PER_SLOT
         # ADM-CTL-11: precomputed once; None for buffers that keep the stepwise read.
-        self._request_view = strided_counter_view(counters, client_count, self.REQUEST_COUNT)
-        self._token_view = strided_counter_view(counters, client_count, self.QUEUED_TOKENS)
+        self._request_view = _strided_counter_view(counters, client_count, self.REQUEST_COUNT)
+        self._token_view = _strided_counter_view(counters, client_count, self.QUEUED_TOKENS)
 
     @property
     def reads_in_one_pass(self) -> bool:
-        """Whether a whole pass reads every slot in one C-level pass (ADM-CTL-11)."""
+        """Whether a whole pass reads every slot in one C-level pass."""  # ADM-CTL-11
         return self._request_view is not None
 
-    def read_all_slots(self, counter: int = 0) -> list[int]:
-        """Counter `counter` of every slot, in index order (ADM-CTL-11).
+    def _read_all_slots(self, counter: int = 0) -> list[int]:
+        """Counter `counter` of every slot, in index order, as one pass reads it.
 
         In one C-level pass over a C-level buffer, else one `read_slot` /
         `read_tokens_slot` per slot. A negative value raises `AdmissionCounterError`.
@@ -218,7 +219,7 @@ class SharedAdmissionStats:
         view = self._request_view if counter == self.REQUEST_COUNT else self._token_view
         if view is None:
             return [self._read(index, counter) for index in range(self._client_count)]
-        return checked_counts(view.tolist(), counter)
+        return _checked_counts(view.tolist(), counter)
 
     @classmethod
     @icontract.require(
@@ -356,7 +357,7 @@ class SharedAdmissionStats:
         Not a snapshot: other servers may write between two reads.
         """
         if self._token_view is not None:
-            return read_in_one_pass(self._token_view, self.QUEUED_TOKENS)  # ADM-CTL-11
+            return _read_in_one_pass(self._token_view, self.QUEUED_TOKENS)  # ADM-CTL-11
         check = protocol.Check(n=0)
         while not check.done(self._client_count):
             check = check.read(self.read_tokens_slot(check.next_slot))
@@ -397,7 +398,7 @@ class SharedAdmissionStats:
         Not a snapshot: other servers may write between two reads.
         """
         if self._request_view is not None:
-            return read_in_one_pass(self._request_view, self.REQUEST_COUNT)  # ADM-CTL-11
+            return _read_in_one_pass(self._request_view, self.REQUEST_COUNT)  # ADM-CTL-11
         check = protocol.Check(n=1)
         while not check.done(self._client_count):
             check = check.read(self.read_slot(check.next_slot))

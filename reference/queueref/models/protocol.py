@@ -121,11 +121,12 @@ def accumulate(view: int, slot_value: int) -> int:
     return view + slot_value
 
 
-def read_all(view: int, slot_values: list[int]) -> int:
+# ADM-CTL-11: the fold of a one-pass read.
+def _read_all(view: int, slot_values: list[int]) -> int:
     """A whole pass at once: `accumulate` folded over the values, in index order.
 
     `accumulate` is addition, so this is the view after reading one slot after the
-    other; the one-pass read over a C-level buffer uses it (ADM-CTL-11).
+    other; the one-pass read over a C-level buffer uses it.
     """
     return view + sum(slot_values)
 
