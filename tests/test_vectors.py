@@ -34,6 +34,8 @@ NOT_VECTORISED: dict[tuple[str, str], str] = {
     ("RQ", "COST-1"): "what a contract costs is not an input/output behaviour",
     ("RQ", "REQ-4"): "the constructor of queueref's own Request class; other languages build"
     " requests their own way (what a queue demands of one is RQ-REQ-3, which is vectorised)",
+    ("ADM", "CTL-11"): "how a check loads the slots (one C-level pass over a ctypes buffer);"
+    " its inputs and outputs are those of ADM-CTL-7, which is vectorised",
     ("ADM", "EV-3"): "when real processes take their timestamps, relative to the slot write",
     ("ADM", "FRONT-1"): "no await between check and registration: coroutine scheduling",
     ("ADM", "FRONT-2"): "all or nothing under failing submissions and cancelled coroutines",

@@ -13,7 +13,8 @@ Deliberate divergences from vLLM:
 * Counts are validated: a negative count is never written, and a negative
   value read from a slot is an `AdmissionCounterError`, never an admission.
 * A sum reads the slots strictly one `__getitem__` per slot, in index order,
-  through `queueref.models.protocol.Check`.
+  through `queueref.models.protocol.Check` -- or, over a buffer of C-level
+  8-byte counters, in one C-level pass of the same reads.
 """
 
 from __future__ import annotations
@@ -94,6 +95,48 @@ def _buffer_length(counters: object) -> int | None:
         return None
 
 
+# ADM-CTL-11: the one-pass read of a whole pass over a C-level counter buffer.
+def _strided_counter_view(counters: object, client_count: int, counter: int) -> memoryview | None:
+    """A view whose item i is counter `counter` of slot i, or None (one-pass reads).
+
+    Only for buffers of C-level signed 8-byte counters (`RawArray("q", ...)`, a
+    ctypes `c_int64` array): reading it is one aligned 8-byte load per item, the
+    load the ctypes `__getitem__` makes. A list, or any buffer whose `__getitem__`
+    is Python code (trace replay, models), gets None and keeps the stepwise read.
+    """
+    if not isinstance(counters, ctypes.Array):
+        return None
+    if counters._type_ not in (ctypes.c_int64, ctypes.c_longlong, ctypes.c_long):
+        return None
+    if ctypes.sizeof(counters._type_) != SharedAdmissionStats.COUNTER_BYTES:
+        return None
+    step = SharedAdmissionStats.COUNTERS_PER_SLOT
+    flat = memoryview(counters).cast("B").cast("q")
+    return flat[counter : counter + client_count * step : step]
+
+
+def _checked_counts(values: list[int], counter: int) -> list[int]:
+    """The values of one pass, or `AdmissionCounterError` naming the first negative slot
+    as the slot-by-slot read raises."""  # ADM-CTL-8
+    if min(values) < 0:
+        slot = next(index for index, value in enumerate(values) if value < 0)
+        raise AdmissionCounterError(
+            f"ADM-CTL-8: slot {slot} counter {counter} holds {values[slot]!r}, not a count; "
+            "refusing to decide on a corrupt counter"
+        )
+    return values
+
+
+def _read_in_one_pass(view: memoryview, counter: int) -> int:
+    """The sum of a strided view, read once, item 0 to N-1, in C.
+
+    `tolist()` loads every item once, in index order, with no Python code between
+    two loads; the values are then checked and folded by the step function
+    (`protocol._read_all`).
+    """
+    return protocol._read_all(0, _checked_counts(view.tolist(), counter))
+
+
 # ---------------------------------------------------------------------------
 # Shared counters
 # ---------------------------------------------------------------------------
@@ -158,6 +201,25 @@ class SharedAdmissionStats:
         self._client_count = client_count
         self._client_index = client_index
         self._slot_offset = client_index * self.COUNTERS_PER_SLOT
+        # ADM-CTL-11: precomputed once; None for buffers that keep the stepwise read.
+        self._request_view = _strided_counter_view(counters, client_count, self.REQUEST_COUNT)
+        self._token_view = _strided_counter_view(counters, client_count, self.QUEUED_TOKENS)
+
+    @property
+    def reads_in_one_pass(self) -> bool:
+        """Whether a whole pass reads every slot in one C-level pass."""  # ADM-CTL-11
+        return self._request_view is not None
+
+    def _read_all_slots(self, counter: int = 0) -> list[int]:
+        """Counter `counter` of every slot, in index order, as one pass reads it.
+
+        In one C-level pass over a C-level buffer, else one `read_slot` /
+        `read_tokens_slot` per slot. A negative value raises `AdmissionCounterError`.
+        """
+        view = self._request_view if counter == self.REQUEST_COUNT else self._token_view
+        if view is None:
+            return [self._read(index, counter) for index in range(self._client_count)]
+        return _checked_counts(view.tolist(), counter)
 
     @classmethod
     @icontract.require(
@@ -294,6 +356,8 @@ class SharedAdmissionStats:
 
         Not a snapshot: other servers may write between two reads.
         """
+        if self._token_view is not None:
+            return _read_in_one_pass(self._token_view, self.QUEUED_TOKENS)  # ADM-CTL-11
         check = protocol.Check(n=0)
         while not check.done(self._client_count):
             check = check.read(self.read_tokens_slot(check.next_slot))
@@ -333,6 +397,8 @@ class SharedAdmissionStats:
 
         Not a snapshot: other servers may write between two reads.
         """
+        if self._request_view is not None:
+            return _read_in_one_pass(self._request_view, self.REQUEST_COUNT)  # ADM-CTL-11
         check = protocol.Check(n=1)
         while not check.done(self._client_count):
             check = check.read(self.read_slot(check.next_slot))
