@@ -224,14 +224,17 @@ class ServerGroup:
     def start(self) -> None:
         """Spawn one process per server, handing each its spec."""
         for spec in self._specs:
-            process = self._context.Process(
-                target=self._target,
-                args=(spec, *self._args),
-                name=f"queueref-server-{spec.index}",
-                daemon=True,
-            )
-            process.start()
-            self._processes.append(process)
+            self._processes.append(self._spawn(spec))
+
+    def _spawn(self, spec: ServerSpec) -> BaseProcess:
+        process = self._context.Process(
+            target=self._target,
+            args=(spec, *self._args),
+            name=f"queueref-server-{spec.index}",
+            daemon=True,
+        )
+        process.start()
+        return process
 
     def restart(self, index: int) -> BaseProcess:
         """A fresh process for server `index`, whose old one has exited.
@@ -243,14 +246,7 @@ class ServerGroup:
         if old.exitcode is None:
             raise RuntimeError(f"server {index} is still running (pid {old.pid})")
         self.reap()  # E2E-SRV-7 restarts; ADM-SRV-2: the old slot is 0 before the new writer
-        spec = self._specs[index]
-        process = self._context.Process(
-            target=self._target,
-            args=(spec, *self._args),
-            name=f"queueref-server-{spec.index}",
-            daemon=True,
-        )
-        process.start()
+        process = self._spawn(self._specs[index])
         with self._reset_lock:
             self._processes[index] = process
             self._reaped.discard(index)
