@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import io
+import json
+
 import pytest
 
-from queueref.models.tokens import Rule, admits_tokens, explore_joint, explore_tokens
+import queueref.commands.bound_table as bound_table_command
+from queueref.cli import main
+from queueref.models.tokens import Rule, TokenRow, admits_tokens, explore_joint, explore_tokens
 
 CTW, WTC = "check-then-write", "write-then-check"
 
@@ -113,3 +120,53 @@ def test_OB_TOK_4_both_limits_never_exceed_either_bound_alone(
     assert row.worst_requests <= cap + (servers - 1) * min(cap, weight)
     assert row.worst_tokens <= limit - 1 + servers * weight * prompt
     assert row.holds
+
+
+def _bound_table(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["bound-table", "--quiet", *args])
+    return code, out.getvalue()
+
+
+def test_OB_TOK_1_bound_table_limit_tokens_prints_the_exact_rows() -> None:
+    """OB-TOK-1, OB-TOK-2: `bound-table --limit tokens` prints the rows of the search with the
+    request table's keys; the values are the formulas, written out by hand."""
+    code, out = _bound_table("--limit", "tokens", "--servers", "2", "--cap", "1-2",
+                             "--weight", "1-2", "--json")  # fmt: skip
+    assert code == 0
+    rows = json.loads(out)
+    assert {k for row in rows for k in row} >= {"protocol", "servers", "cap", "weight",
+                                                "worst_total", "bound", "states"}  # fmt: skip
+    assert [(r["cap"], r["weight"], r["worst_total"], r["bound"]) for r in rows] == [
+        (1, 1, 2, 2), (1, 2, 4, 4), (2, 1, 3, 3), (2, 2, 5, 5)
+    ]  # fmt: skip
+    code, out = _bound_table("--limit", "tokens", "--rule", "fits", "--servers", "2",
+                             "--cap", "2", "--weight", "2", "--json")  # fmt: skip
+    assert code == 0 and json.loads(out)[0]["worst_total"] == 4
+
+
+def test_OB_TOK_4_bound_table_limit_both() -> None:
+    """OB-TOK-4: `--limit both` reports each count against its own bound."""
+    code, out = _bound_table("--limit", "both", "--servers", "2", "--cap", "2", "--weight", "1",
+                             "--token-cap", "2", "--prompt", "1", "--json")  # fmt: skip
+    assert code == 0
+    (row,) = json.loads(out)
+    assert (row["worst_total"], row["bound"], row["worst_tokens"], row["token_bound"]) == (
+        3, 3, 3, 3
+    )  # fmt: skip
+    code, _ = _bound_table("--limit", "both", "--protocol", "write-then-check", "--cap", "1")
+    assert code == 2
+
+
+def test_OB_TOK_1_bound_table_flags_a_row_over_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OB-TOK-1: a search that finds more than the bound makes the command exit 1."""
+    real = explore_tokens
+
+    def one_more(*args: object) -> TokenRow:
+        found = real(*args)  # type: ignore[arg-type]
+        return dataclasses.replace(found, worst_tokens=found.worst_tokens + 1)
+
+    monkeypatch.setattr(bound_table_command, "explore_tokens", one_more)
+    code, _ = _bound_table("--limit", "tokens", "--servers", "1", "--cap", "1", "--weight", "1")
+    assert code == 1

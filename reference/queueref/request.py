@@ -1,12 +1,13 @@
 """Requests as the queues see them: `Request`, `RequestStatus`, the ordering key.
 
-Models `vllm/v1/request.py` (`Request`, `RequestStatus`) as far as the queues
-and the admission path need it. Deliberate divergences:
+Models `vllm/v1/request.py` (`Request`, `RequestStatus`; vLLM 0.30.0 and
+0.33.0) as far as the queues and the admission path need it. Deliberate
+divergences:
 
-* `Request.__lt__` compares `(priority, arrival_time, request_id)`. vLLM
-  compares `(priority, arrival_time)` only; adding the id makes the priority
-  order total, so two queues holding the same requests pop them in the same
-  order. Request ids are unique within a queue, so the key never ties.
+* `Request.__lt__` compares `(priority, arrival_time, request_id)`, as vLLM
+  0.30.0 and 0.33.0 do before their last tie-break on `id()`. Request ids are
+  unique within a queue here, so the key never ties and the order is total:
+  two queues holding the same requests pop them in the same order.
 * Equality and hash are by identity (as in vLLM, which defines no `__eq__`).
 * The queues accept any object with `request_id`, `priority` and
   `arrival_time` (vLLM's own `Request` among them); `request_key` reads those

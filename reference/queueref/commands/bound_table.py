@@ -11,6 +11,12 @@ in the given inclusive ranges, enumerates every interleaving of the servers' ste
   and `spurious_rejection` is the largest free capacity M - A at which a request that fits
   can be rejected under contention (null when it never happens).
 
+`--limit tokens` searches the shared token limit instead (`queueref.models.tokens`): the
+cap is Mt (`max_num_queued_tokens`), the weight is P (the most tokens one admission
+adds), `--rule ge` (vLLM 0.30.0's `>=` rejects, the default) or `fits`; the rows have the
+same keys, `worst_total` being the worst global queued tokens. `--limit
+both` sets both limits (`--token-cap`, `--prompt` for the token side): `worst_total` and
+`bound` are the request count's, `worst_tokens` and `token_bound` the tokens'.
 `--json` prints a JSON list of rows; `--witness` adds the interleaving that reaches
 `worst_total` (and, for write-then-check, the one that shows the spurious rejection).
 
@@ -24,6 +30,7 @@ import argparse
 import json
 import math
 import sys
+import time
 from collections.abc import Sequence
 
 from queueref.commands.args import add_quiet, progress_line, show_progress
@@ -39,6 +46,7 @@ from queueref.models.explorer import (
     replay,
     worst_spurious_rejection,
 )
+from queueref.models.tokens import explore_joint, explore_tokens
 
 HELP = "exact worst-case global count of the admission protocols, by exhaustive search"
 
@@ -90,6 +98,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=CHECK_THEN_WRITE,
         help=f"{' or '.join(PROTOCOLS)} (default {CHECK_THEN_WRITE})",
     )
+    parser.add_argument(
+        "--limit",
+        choices=["requests", "tokens", "both"],
+        default="requests",
+        help="which limit to search: max_num_queued_reqs (default), max_num_queued_tokens "
+        "(--cap is Mt, --weight the largest prompt P), or both (see --token-cap, --prompt)",
+    )
+    parser.add_argument(
+        "--rule", choices=["ge", "fits"], default="ge", help="the token rule (ge: vLLM 0.30.0's)"
+    )
+    parser.add_argument("--token-cap", default="1-2", help="with --limit both: Mt (1-2)")
+    parser.add_argument("--prompt", default="1", help="with --limit both: prompt tokens P (1)")
     parser.add_argument("--json", action="store_true", help="print a JSON list of rows")
     parser.add_argument(
         "--witness", action="store_true", help="add the interleaving that reaches worst_total"
@@ -152,6 +172,58 @@ def witness_json(protocol: str, exploration: Exploration, steps: Sequence[Step])
     return out
 
 
+def _token_rows(args: argparse.Namespace, max_states: int) -> list[dict[str, object]]:
+    """The token limit (or both limits), searched by `queueref.models.tokens`."""
+    # OB-TOK-1, OB-TOK-2, OB-TOK-3 (tokens), OB-TOK-4 (both): the rows of the exact search.
+    protocol = str(args.protocol)
+    servers = parse_range(str(args.servers), "servers", MINIMUM["servers"])
+    caps = parse_range(str(args.cap), "cap", MINIMUM["cap"])
+    weights = parse_range(
+        str(args.weight), "weight", MINIMUM["weight"]
+    )  # no clamp: ge admits P > Mt
+    if not args.force:
+        check_size(servers, caps, weights)
+    rows: list[dict[str, object]] = []
+    for n in servers:
+        for m in caps:
+            for w in weights:
+                started = time.monotonic()
+                try:
+                    if args.limit == "tokens":
+                        found = explore_tokens(n, m, w, args.rule, protocol, max_states)
+                        row: dict[str, object] = {
+                            "protocol": protocol, "limit": "tokens", "rule": args.rule,
+                            "servers": n, "cap": m, "weight": w,
+                            "worst_total": found.worst_tokens, "bound": found.bound,
+                            "states": found.states,
+                        }  # fmt: skip
+                    else:
+                        if protocol != CHECK_THEN_WRITE or args.rule != "ge":
+                            raise UsageError(
+                                "--limit both searches check-then-write with --rule ge"
+                            )
+                        for mt in parse_range(str(args.token_cap), "token-cap", 0):
+                            for p in parse_range(str(args.prompt), "prompt", 1):
+                                joint = explore_joint(n, m, w, mt, p, max_states)
+                                rows.append({
+                                    "protocol": protocol, "limit": "both", "rule": "ge",
+                                    "servers": n, "cap": m, "weight": w,
+                                    "token_cap": mt, "prompt": p,
+                                    "worst_total": joint.worst_requests,
+                                    "bound": joint.request_bound,
+                                    "worst_tokens": joint.worst_tokens,
+                                    "token_bound": joint.token_bound,
+                                    "states": joint.states,
+                                    "seconds": round(time.monotonic() - started, 3),
+                                })  # fmt: skip
+                        continue
+                except ValueError as error:
+                    raise UsageError(str(error)) from None
+                row["seconds"] = round(time.monotonic() - started, 3)
+                rows.append(row)
+    return rows
+
+
 def _rows(args: argparse.Namespace) -> list[dict[str, object]]:
     protocol = str(args.protocol)
     if protocol not in PROTOCOLS:
@@ -166,6 +238,8 @@ def _rows(args: argparse.Namespace) -> list[dict[str, object]]:
     if not math.isfinite(states) or states < 1:
         raise UsageError(f"--max-states {args.max_states!r}: expected a finite number >= 1")
     max_states = int(states)
+    if args.limit != "requests":
+        return _token_rows(args, max_states)
     if not args.force:
         check_size(servers, caps, weights)
     rows: list[dict[str, object]] = []
@@ -193,13 +267,27 @@ def _rows(args: argparse.Namespace) -> list[dict[str, object]]:
 def _within(row: dict[str, object]) -> bool:
     worst, bound = row["worst_total"], row["bound"]
     assert isinstance(worst, int) and isinstance(bound, int)
+    if row.get("limit") == "both":  # either limit can bind first: each within its bound
+        tokens, token_bound = row["worst_tokens"], row["token_bound"]
+        assert isinstance(tokens, int) and isinstance(token_bound, int)
+        return worst <= bound and tokens <= token_bound
+    if row.get("limit") == "tokens":  # OB-TOK-1..3 are exact
+        return worst == bound
     if row["protocol"] == CHECK_THEN_WRITE:
         return worst == bound
     return worst <= bound
 
 
 def _print_table(protocol: str, rows: list[dict[str, object]], witness: bool) -> None:
-    if protocol == CHECK_THEN_WRITE:
+    limit = rows[0].get("limit") if rows else None
+    if limit == "tokens":
+        print(f"{protocol}, token rule {rows[0]['rule']}: worst global queued tokens vs the bound")
+        header = ["servers", "cap", "weight", "worst_total", "bound", "states", "seconds"]
+    elif limit == "both":
+        print("check-then-write, both limits: worst requests and tokens vs each bound")
+        header = ["servers", "cap", "weight", "token_cap", "prompt", "worst_total", "bound",
+                  "worst_tokens", "token_bound", "states"]  # fmt: skip
+    elif protocol == CHECK_THEN_WRITE:
         print("check-then-write: worst global count vs the bound M + (N-1)*min(M, W)")
         header = ["servers", "cap", "weight", "worst_total", "bound", "states", "seconds"]
     else:
