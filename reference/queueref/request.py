@@ -73,6 +73,16 @@ class RequestLike(Protocol):
     arrival_time: float
 
 
+def is_request_shaped(request: object) -> bool:
+    """Whether `request` has the three fields a queue reads (safe on any object,
+    so contracts can ask before they know what they were given).
+
+    >>> is_request_shaped(Request("a")), is_request_shaped("a")
+    (True, False)
+    """
+    return all(hasattr(request, field) for field in REQUEST_FIELDS)
+
+
 def check_request_shape(request: object) -> None:
     """Raise naming the first field a queue cannot use.
 
