@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Final, TypeGuard
 
+from queueref.validators import is_int
+
 #: The paths of the completion endpoint (E2E-SRV-2).
 COMPLETION_PATHS: Final = ("/v1/completions", "/v1/chat/completions")
 
@@ -124,12 +126,8 @@ def _value(message: str, parameter: str | None = None, value: object = None) -> 
     return BadRequest(text, VALUE_ERROR_TYPE, parameter)
 
 
-def _is_json_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _is_token_list(value: object) -> TypeGuard[list[int]]:
-    return isinstance(value, list) and all(_is_json_int(t) and t >= 0 for t in value)
+    return isinstance(value, list) and all(is_int(t) and t >= 0 for t in value)
 
 
 @dataclass(frozen=True)
@@ -197,10 +195,10 @@ def parse_completion_body(content_type: str | None, raw: bytes) -> CompletionBod
     if record.get("prompt_token_ids") is None and record.get("prompt") in (None, "", []):
         raise _value("Either prompt or prompt_embeds must be provided and non-empty.", "prompt")
     n = record.get("n", 1)
-    if not _is_json_int(n):
+    if not is_int(n):
         raise _schema(f"n must be an integer, got {type(n).__name__}", "body.n")
     max_tokens = record.get("max_tokens", 16)
-    if max_tokens is not None and not _is_json_int(max_tokens):
+    if max_tokens is not None and not is_int(max_tokens):
         raise _schema(
             f"max_tokens must be an integer or null, got {type(max_tokens).__name__}",
             "body.max_tokens",

@@ -41,6 +41,7 @@ from typing import Any, Final
 
 from queueref.admission import AdmissionRejected
 from queueref.models import protocol
+from queueref.validators import is_int_at_least
 
 #: Counts above this are corrupt: no deployment holds 2**40 requests.
 MAX_COUNT: Final = 2**40
@@ -185,7 +186,7 @@ class StoreConfig:
             ("server_index", self.server_index, 0),
             ("lease_ms", self.lease_ms, 1),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            if not is_int_at_least(value, low):
                 raise ValueError(f"ADM-STORE-1: {name} must be an int >= {low}, got {value!r}")
         if self.server_index >= self.num_servers:
             raise ValueError(
@@ -248,7 +249,7 @@ def allocate_node(url: str, deployment: str, node: str, node_servers: int, total
             f"ADM-STORE-8: the node name must be 1-64 of A-Z a-z 0-9 _ . -, got {node!r}"
         )
     config = StoreConfig(url, deployment, total, 0)
-    if isinstance(node_servers, bool) or not isinstance(node_servers, int) or node_servers < 1:
+    if not is_int_at_least(node_servers, 1):
         raise ValueError(f"ADM-STORE-8: node_servers must be an int >= 1, got {node_servers!r}")
     import redis
 
@@ -291,11 +292,7 @@ class RedisAdmissionStore:
     """
 
     def __init__(self, config: StoreConfig, max_num_queued_reqs: int) -> None:
-        if (
-            isinstance(max_num_queued_reqs, bool)
-            or not isinstance(max_num_queued_reqs, int)
-            or max_num_queued_reqs < 0
-        ):
+        if not is_int_at_least(max_num_queued_reqs, 0):
             raise ValueError(
                 f"ADM-STORE-1: max_num_queued_reqs must be an int >= 0, got {max_num_queued_reqs!r}"
             )
@@ -414,7 +411,7 @@ class RedisAdmissionStore:
         :raises ValueError: n is not an int >= 1
         :raises StoreUnavailableError: the store failed and the policy is closed
         """
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        if not is_int_at_least(n, 1):
             raise ValueError(f"ADM-STORE-1: n must be an int >= 1, got {n!r}")
         # ADM-STORE-2: one check at a time per server; ADM-STORE-3 rests on it.
         async with self._lock:
@@ -480,7 +477,7 @@ class RedisAdmissionStore:
 
         :raises ValueError: n is not an int in [1, count]
         """
-        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= self.count:
+        if not is_int_at_least(n, 1) or n > self.count:
             raise ValueError(f"ADM-STORE-1: n must be an int in [1, {self.count}], got {n!r}")
         async with self._lock:
             self.count -= n

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from queueref.models import protocol
+from queueref.validators import is_int_at_least
 
 T = TypeVar("T")
 
@@ -120,9 +121,9 @@ def explore_leases(servers: int, cap: int, weight: int, lapses: int) -> LeaseRow
         lapses >= 0)
     """
     for name, value, low in (("servers", servers, 1), ("cap", cap, 0), ("weight", weight, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        if not is_int_at_least(value, low):
             raise ValueError(f"OB-LEASE-1: {name} must be an int >= {low}, got {value!r}")
-    if isinstance(lapses, bool) or not isinstance(lapses, int) or lapses < 0:
+    if not is_int_at_least(lapses, 0):
         raise ValueError(f"OB-LEASE-1: lapses must be an int >= 0, got {lapses!r}")
     start: _State = ((0,) * servers, (False,) * servers, (None,) * servers, 0, 0)
     seen = {start}

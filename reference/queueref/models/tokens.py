@@ -40,6 +40,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from queueref.models import protocol
+from queueref.validators import is_int_at_least
 
 #: The one token decision lives in `protocol` (the controller decides with it too).
 Rule = protocol.TokenRule
@@ -130,7 +131,7 @@ def explore_tokens(
         `max_states` states
     """
     for name, value, low in (("servers", servers, 1), ("limit", limit, 0), ("prompt", prompt, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        if not is_int_at_least(value, low):
             raise ValueError(f"OB-TOK-1: {name} must be an int >= {low}, got {value!r}")
     rule = Rule(rule)
     wtc = protocol.Protocol(protocol_name) is protocol.Protocol.WRITE_THEN_CHECK
@@ -236,7 +237,7 @@ def explore_joint(
         ("limit", limit, 0),
         ("prompt", prompt, 1),
     ):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        if not is_int_at_least(value, low):
             raise ValueError(f"OB-TOK-4: {name} must be an int >= {low}, got {value!r}")
     empty: _JointServer = (0, (), None)
     start = (empty,) * servers

@@ -44,6 +44,7 @@ from queueref.oracle.queue_machine import (
     queue_machine,
 )
 from queueref.queues import SchedulingPolicy, create_request_queue
+from queueref.validators import is_int, is_int_at_least
 
 #: The default number of calls per program (ORC-SIZE-1).
 STEPS_PER_EXAMPLE = 20
@@ -79,14 +80,14 @@ class Budget:
             ("max_calls", max_calls),
             ("max_failures", max_failures),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not is_int_at_least(value, 1):
                 raise ValueError(f"{name} must be an int of at least 1, got {value!r}")
-        if isinstance(initial_requests, int) and not isinstance(initial_requests, bool):
+        if is_int(initial_requests):
             low = high = initial_requests
         elif (
             isinstance(initial_requests, tuple)
             and len(initial_requests) == 2
-            and all(isinstance(n, int) and not isinstance(n, bool) for n in initial_requests)
+            and all(is_int(n) for n in initial_requests)
         ):
             low, high = initial_requests
         else:
