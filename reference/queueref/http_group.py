@@ -43,12 +43,14 @@ from queueref.http_wire import COMPLETION_PATHS
 from queueref.http_worker import (
     RESTART_REASONS,
     SERVE_MODES,
+    SERVE_PROTOCOLS,
     HttpConfig,
     ServeMode,
     listening_socket,
     serve_process,
+    trace_mode,
 )
-from queueref.models.protocol import parse_protocol
+from queueref.models.protocol import parse_protocol, spellings
 from queueref.oracle.trace_check import (
     in_flight_requests,
     read_trace,
@@ -70,6 +72,7 @@ STARTUP_GRACE: Final = 30.0
 __all__ = [
     "RESTART_REASONS",
     "SERVE_MODES",
+    "SERVE_PROTOCOLS",
     "SUPERVISOR_LOG",
     "TOKEN_RULES",
     "HttpConfig",
@@ -83,6 +86,7 @@ __all__ = [
     "prepare_trace_folder",
     "reserve_port",
     "serve_process",
+    "trace_mode",
 ]
 
 
@@ -223,8 +227,11 @@ class HttpServers:
             raise ValueError(f"--token-rule must be one of {TOKEN_RULES}, got {token_rule!r}")
         if prefill_ms is not None and not 0 <= prefill_ms < float("inf"):
             raise ValueError(f"--prefill-ms must be finite and >= 0, got {prefill_ms!r}")
-        if mode not in SERVE_MODES:
-            raise ValueError(f"--admission must be one of {SERVE_MODES}, got {mode!r}")
+        if mode not in spellings(SERVE_PROTOCOLS):
+            raise ValueError(
+                f"--admission must be one of {', '.join(p.value for p in SERVE_PROTOCOLS)}, "
+                f"got {mode!r}"
+            )
         if not 0 <= service_time_ms < float("inf"):
             raise ValueError(f"--service-time-ms must be finite and >= 0, got {service_time_ms!r}")
         if not 0 < worker_timeout < float("inf"):
