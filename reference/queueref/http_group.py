@@ -27,6 +27,7 @@ Deliberate divergences from vLLM 0.30.0:
 from __future__ import annotations
 
 import errno
+import heapq
 import json
 import multiprocessing
 import os
@@ -51,10 +52,10 @@ from queueref.http_worker import (
     trace_mode,
 )
 from queueref.models.protocol import parse_protocol, spellings
+from queueref.oracle.errors import TraceFormatError
 from queueref.oracle.trace_check import (
     in_flight_requests,
     read_trace,
-    read_trace_folder,
     trace_file,
 )
 from queueref.servers import START_METHOD, ServerGroup, SlotReset
@@ -303,7 +304,6 @@ class HttpServers:
             os.getpid(),
             heartbeats,
             restarts,
-            token_rule=self.token_rule,
             prefill_ms=self.prefill_ms,
             store=self.store,
         )
@@ -315,6 +315,7 @@ class HttpServers:
             max_num_queued_tokens=self.max_num_queued_tokens,
             protocol=parse_protocol(self.mode),
             args=(http,),
+            token_rule=self.token_rule,
         )
         self._group = group
         group.start()
@@ -452,10 +453,31 @@ class HttpServers:
         return self.group.slot_counts()
 
     def read_events(self) -> list[AdmissionEvent]:
-        """Every server's records, merged in order of `t` (E2E-TRACE-1)."""
+        """Every server's records, merged in order of `t` (E2E-TRACE-1).
+
+        The files of this group's servers only: `server-<base>` ..
+        `server-<base + N - 1>`, the global indices of a `serve --store` node
+        (base 0 otherwise), each keeping its own order (ORC-TR-6); other files
+        in the folder (another node's) are not read.
+        """
         if self.trace_dir is None:
             return []
-        return read_trace_folder(self.trace_dir, self.num_servers).events
+        per_server = []
+        for server in range(self.trace_base, self.trace_base + self.num_servers):
+            path = trace_file(self.trace_dir, server)
+            if not path.exists():
+                continue  # a server that never started wrote nothing
+            events, numbers = read_trace(path)
+            for event, number in zip(events, numbers, strict=True):
+                if event.server != server:  # ORC-TR-13, as read_trace_folder checks it
+                    raise TraceFormatError(
+                        str(path),
+                        number,
+                        "server",
+                        f"server {event.server} in the file of server {server}",
+                    )
+            per_server.append(events)
+        return list(heapq.merge(*per_server, key=lambda event: event.t))
 
     def close(self) -> None:
         """Stop every server and reap every slot (E2E-SRV-4)."""
