@@ -141,6 +141,7 @@ def test_check_trace_messages_name_the_protocol(
         ),
         (["serve", "--admission"], "local, check-then-write, write-then-check"),
         (["experiment", "--modes"], "local, check-then-write, write-then-check"),
+        (["bound-table", "--protocol"], "check-then-write, write-then-check"),
     ],
 )
 def test_an_unknown_protocol_is_one_line_naming_the_choices(
@@ -160,6 +161,7 @@ def test_an_unknown_protocol_is_one_line_naming_the_choices(
     [
         (["check-trace"], "{check-then-write,write-then-check,locked,local}"),
         (["serve"], "{local,check-then-write,write-then-check}"),
+        (["bound-table"], "{check-then-write,write-then-check}"),
     ],
 )
 def test_help_shows_the_names(
@@ -261,3 +263,15 @@ def test_experiment_runs_and_prints_the_names(
         ("check-then-write", 4),
         ("write-then-check", 3),
     ]
+
+
+def test_bound_table_takes_an_alias_and_prints_the_name(capsys: pytest.CaptureFixture[str]) -> None:
+    """E2E-CLI-5, OB-TABLE-2: `--protocol reserve` explores write-then-check, named so."""
+    argv = ["bound-table", "--servers", "2", "--cap", "1", "--weight", "1", "--json"]
+    assert main([*argv, "--protocol", "reserve"]) == 0
+    captured = capsys.readouterr()
+    (row,) = json.loads(captured.out)
+    assert (row["protocol"], row["worst_total"], row["bound"]) == ("write-then-check", 1, 1)
+    assert captured.err == (
+        "queueref bound-table: --protocol reserve is deprecated: use write-then-check\n"
+    )
