@@ -108,7 +108,7 @@ def add_protocol_argument(
     default: Protocol,
     help: str,
 ) -> None:
-    """A flag naming one protocol of `allowed`; its value is a `Protocol` (E2E-CLI-2).
+    """A flag naming one protocol of `allowed`; its value is a `Protocol` (E2E-CLI-5).
 
     The choices are `spellings(allowed)`; `--help` shows the names only.
     """
@@ -127,7 +127,7 @@ def add_protocol_argument(
 def protocol_list(
     command: str, flag: str, allowed: Sequence[Protocol]
 ) -> Callable[[str], tuple[Protocol, ...]]:
-    """argparse type: comma-separated protocols of `allowed`, in the order given (E2E-CLI-2)."""
+    """argparse type: comma-separated protocols of `allowed`, in the order given (E2E-CLI-5)."""
 
     def parse(text: str) -> tuple[Protocol, ...]:
         names = [name for name in text.split(",") if name.strip()]
