@@ -56,6 +56,10 @@ def test_the_readme_serve_block_runs(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "vllm:num_requests_running" in done.stdout
+    # E2E-CLI-5: the banner and the report name the protocol; no deprecation note.
+    assert "admission check-then-write, cap 10" in done.stdout
+    assert "mode check-then-write" in done.stdout
+    assert "deprecated" not in done.stderr
     assert (
         "OK" in done.stdout.splitlines()[-3:]
         or done.stdout.rstrip().endswith("OK")

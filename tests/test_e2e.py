@@ -188,7 +188,8 @@ def test_serve_command_metrics_trace_and_sigterm(tmp_path: Path) -> None:
         assert status == 200
         assert 'vllm:num_requests_running{server="' in text
         assert "queueref:global_num_requests_running" in text
-        assert 'queueref:max_num_queued_reqs{mode="shared"} 3' in text
+        # E2E-CLI-5: the deprecated `--admission shared` runs, and is shown as, check-then-write.
+        assert 'queueref:max_num_queued_reqs{mode="check-then-write"} 3' in text
         # E2E-TRACE-1: the records are on disk while serve runs, one file per server.
         during = read_trace_folder(trace, 2)
         assert sum(1 for e in during.events if e.event == "admit") == load.ok

@@ -29,8 +29,9 @@ from typing import Any
 
 from queueref.admission import TokenRuleName
 from queueref.events import AdmissionEvent
-from queueref.http_group import SERVE_MODES, HttpServers, ServeMode
+from queueref.http_group import SERVE_MODES, HttpServers, ServeMode, trace_mode
 from queueref.loadgen import LoadReport, run_builtin
+from queueref.models.protocol import Protocol, parse_protocol
 from queueref.oracle.trace_check import TraceReport, check_admission_trace
 
 #: The requests of a token-limit run (E2E-EXP-3): (n, prompt tokens), mixed lengths, n 1..4.
@@ -156,13 +157,14 @@ def timeline(events: Sequence[AdmissionEvent], mode: str) -> tuple[list[float], 
     Admissions count at `t`; departures at `t` (local, shared: ADM-EV-4) or at
     `t_before` (reserve: ADM-EV-5), with the same tie rules as the sweeps.
     """
+    reserve = parse_protocol(mode) is Protocol.WRITE_THEN_CHECK
     points: list[tuple[float, int, int]] = []
     for event in events:
         if event.event == "admit":
-            points.append((event.t, 1 if mode == "reserve" else 0, event.n))
+            points.append((event.t, 1 if reserve else 0, event.n))
         elif event.event in ("finish", "abort"):
-            at = event.t_before if mode == "reserve" and event.t_before is not None else event.t
-            points.append((at, 0 if mode == "reserve" else 1, -event.n))
+            at = event.t_before if reserve and event.t_before is not None else event.t
+            points.append((at, 0 if reserve else 1, -event.n))
     points.sort(key=lambda point: (point[0], point[1]))
     if not points:
         return [], []
@@ -222,7 +224,7 @@ def run_mode(
             num_servers,
             cap,
             TOKEN_MAX_N if tokens else 1,
-            mode=mode,
+            mode=trace_mode(mode),
             max_num_queued_tokens=max_num_queued_tokens,
             token_rule=rule,
         )

@@ -27,6 +27,7 @@ Deliberate divergences from vLLM 0.30.0:
 from __future__ import annotations
 
 import errno
+import heapq
 import json
 import multiprocessing
 import os
@@ -43,16 +44,18 @@ from queueref.http_wire import COMPLETION_PATHS
 from queueref.http_worker import (
     RESTART_REASONS,
     SERVE_MODES,
+    SERVE_PROTOCOLS,
     HttpConfig,
     ServeMode,
     listening_socket,
     serve_process,
+    trace_mode,
 )
-from queueref.models.protocol import parse_protocol
+from queueref.models.protocol import parse_protocol, spellings
+from queueref.oracle.errors import TraceFormatError
 from queueref.oracle.trace_check import (
     in_flight_requests,
     read_trace,
-    read_trace_folder,
     trace_file,
 )
 from queueref.servers import START_METHOD, ServerGroup, SlotReset
@@ -70,6 +73,7 @@ STARTUP_GRACE: Final = 30.0
 __all__ = [
     "RESTART_REASONS",
     "SERVE_MODES",
+    "SERVE_PROTOCOLS",
     "SUPERVISOR_LOG",
     "TOKEN_RULES",
     "HttpConfig",
@@ -83,6 +87,7 @@ __all__ = [
     "prepare_trace_folder",
     "reserve_port",
     "serve_process",
+    "trace_mode",
 ]
 
 
@@ -223,8 +228,11 @@ class HttpServers:
             raise ValueError(f"--token-rule must be one of {TOKEN_RULES}, got {token_rule!r}")
         if prefill_ms is not None and not 0 <= prefill_ms < float("inf"):
             raise ValueError(f"--prefill-ms must be finite and >= 0, got {prefill_ms!r}")
-        if mode not in SERVE_MODES:
-            raise ValueError(f"--admission must be one of {SERVE_MODES}, got {mode!r}")
+        if mode not in spellings(SERVE_PROTOCOLS):
+            raise ValueError(
+                f"--admission must be one of {', '.join(p.value for p in SERVE_PROTOCOLS)}, "
+                f"got {mode!r}"
+            )
         if not 0 <= service_time_ms < float("inf"):
             raise ValueError(f"--service-time-ms must be finite and >= 0, got {service_time_ms!r}")
         if not 0 < worker_timeout < float("inf"):
@@ -296,7 +304,6 @@ class HttpServers:
             os.getpid(),
             heartbeats,
             restarts,
-            token_rule=self.token_rule,
             prefill_ms=self.prefill_ms,
             store=self.store,
         )
@@ -308,6 +315,7 @@ class HttpServers:
             max_num_queued_tokens=self.max_num_queued_tokens,
             protocol=parse_protocol(self.mode),
             args=(http,),
+            token_rule=self.token_rule,
         )
         self._group = group
         group.start()
@@ -445,10 +453,31 @@ class HttpServers:
         return self.group.slot_counts()
 
     def read_events(self) -> list[AdmissionEvent]:
-        """Every server's records, merged in order of `t` (E2E-TRACE-1)."""
+        """Every server's records, merged in order of `t` (E2E-TRACE-1).
+
+        The files of this group's servers only: `server-<base>` ..
+        `server-<base + N - 1>`, the global indices of a `serve --store` node
+        (base 0 otherwise), each keeping its own order (ORC-TR-6); other files
+        in the folder (another node's) are not read.
+        """
         if self.trace_dir is None:
             return []
-        return read_trace_folder(self.trace_dir, self.num_servers).events
+        per_server = []
+        for server in range(self.trace_base, self.trace_base + self.num_servers):
+            path = trace_file(self.trace_dir, server)
+            if not path.exists():
+                continue  # a server that never started wrote nothing
+            events, numbers = read_trace(path)
+            for event, number in zip(events, numbers, strict=True):
+                if event.server != server:  # ORC-TR-13, as read_trace_folder checks it
+                    raise TraceFormatError(
+                        str(path),
+                        number,
+                        "server",
+                        f"server {event.server} in the file of server {server}",
+                    )
+            per_server.append(events)
+        return list(heapq.merge(*per_server, key=lambda event: event.t))
 
     def close(self) -> None:
         """Stop every server and reap every slot (E2E-SRV-4)."""

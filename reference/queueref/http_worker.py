@@ -24,19 +24,37 @@ import time
 from dataclasses import dataclass
 from typing import IO, Any, Final, Literal
 
-from queueref.admission import AdmissionController, TokenRuleName
 from queueref.events import AdmissionEvent
-from queueref.front import APIServer
 from queueref.http_app import CompletionApp
 from queueref.http_store import NodeStore, StoreFront
+from queueref.models.protocol import Protocol, parse_protocol
+from queueref.oracle.trace_check import MODES as TRACE_MODES
 from queueref.oracle.trace_check import trace_file
-from queueref.servers import ServerSpec, controller_protocol
-from queueref.tracker import RequestTracker
+from queueref.servers import ServerSpec
 
-ServeMode = Literal["local", "shared", "reserve"]
+#: A protocol `serve` offers: a `Protocol`, its name, or a deprecated alias.
+ServeMode = Protocol | Literal["local", "check-then-write", "write-then-check", "shared", "reserve"]
 
-#: The admission protocols `serve` offers (E2E-SRV-1).
+#: The admission protocols `serve` offers (E2E-SRV-1), by their names.
+SERVE_PROTOCOLS: Final[tuple[Protocol, ...]] = (
+    Protocol.LOCAL,
+    Protocol.CHECK_THEN_WRITE,
+    Protocol.WRITE_THEN_CHECK,
+)
+
+#: The same protocols by their old spellings, the defaults of the Python API (deprecated).
 SERVE_MODES: Final[tuple[ServeMode, ...]] = ("local", "shared", "reserve")
+
+
+def trace_mode(protocol: Protocol | str) -> str:
+    """The name `check_admission_trace` knows a protocol by (its `mode`, ORC-TR-10).
+
+    >>> trace_mode("check-then-write"), trace_mode(Protocol.WRITE_THEN_CHECK), trace_mode("local")
+    ('shared', 'reserve', 'local')
+    """
+    chosen = parse_protocol(protocol)
+    return next(mode for mode in TRACE_MODES if parse_protocol(mode) is chosen)
+
 
 #: Why the parent restarts a server (E2E-SRV-7): the order of the restart counters.
 RESTART_REASONS: Final = ("crashed", "hung")
@@ -68,7 +86,6 @@ class HttpConfig:
     parent_pid: int = 0
     heartbeats: Any = None  # RawArray("d", N): each child's last beat (time.monotonic)
     restarts: Any = None  # RawArray("q", N * len(RESTART_REASONS)), written by the parent
-    token_rule: TokenRuleName = "ge"
     prefill_ms: float | None = None  # None: PREFILL_FRACTION of the service time
     store: NodeStore | None = None  # serve --store: admit through the multi-node store
 
@@ -139,30 +156,12 @@ def _build(spec: ServerSpec, http: HttpConfig, record: Any) -> CompletionApp:
         # ADM-STORE-8: admission through the store, under the global index base + local.
         front = StoreFront(http.store, spec.index, spec.max_num_queued_reqs, record)
         return CompletionApp(spec.build(record=None), store=front, **common)
-    if http.mode == "local":
+    api = spec.build(record=record)  # the one builder of a controller, token rule included
+    if parse_protocol(spec.protocol) is Protocol.LOCAL:
         # Before PR #54746: admission reads the own count only; the slot is a display.
-        tracker = RequestTracker(None)
-        controller = AdmissionController(
-            spec.max_num_queued_reqs,
-            spec.max_num_queued_tokens,
-            tracker=tracker,
-            token_rule=http.token_rule,
-        )
-        api = APIServer(controller, server_index=spec.index, record=record)
         display = spec.shared_stats()
         return CompletionApp(api, display=display, global_view=display, **common)
-    # ServerSpec.build without the token rule: the same parts, with `token_rule` (ADM-TOK-3).
-    stats = spec.shared_stats()
-    controller = AdmissionController(
-        spec.max_num_queued_reqs,
-        spec.max_num_queued_tokens,
-        tracker=RequestTracker(stats),
-        shared_stats=stats,
-        mode=controller_protocol(spec.protocol),
-        token_rule=http.token_rule,
-    )
-    api = APIServer(controller, server_index=spec.index, record=record, admission_lock=spec.lock)
-    return CompletionApp(api, global_view=stats, **common)
+    return CompletionApp(api, global_view=api.controller.shared_stats, **common)
 
 
 def serve_process(spec: ServerSpec, http: HttpConfig) -> None:

@@ -31,9 +31,9 @@ from typing import Any, Final
 
 import icontract
 
-from queueref.admission import AdmissionController
+from queueref.admission import AdmissionController, TokenRuleName, TokenScope
 from queueref.front import APIServer, Recorder
-from queueref.models.protocol import Protocol, parse_protocol
+from queueref.models.protocol import Protocol, TokenRule, parse_protocol
 from queueref.shared_stats import SharedAdmissionStats, allocate_admission_counters
 from queueref.tracker import RequestTracker
 from queueref.validators import is_int_at_least, is_limit
@@ -71,6 +71,7 @@ class ServerSpec:
     `counters` is the parent's shared array (None for a single server or no
     request limit: then the local count decides). Frozen: nothing is popped
     from it, so the order in which a child builds its parts does not matter.
+    `build` is the one place a server's controller is made.
     """
 
     index: int
@@ -80,6 +81,8 @@ class ServerSpec:
     max_num_queued_tokens: int | None = None
     protocol: ProtocolName = Protocol.CHECK_THEN_WRITE
     lock: Any = None
+    token_rule: TokenRuleName | TokenRule = "ge"
+    token_scope: TokenScope | None = None
 
     def shared_stats(self) -> SharedAdmissionStats | None:
         """This server's view of the shared array, or None."""
@@ -94,8 +97,13 @@ class ServerSpec:
         record: Recorder | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> APIServer:
-        """The server's front: stats, tracker, controller."""
-        stats = self.shared_stats()
+        """The server's front: stats, tracker, controller.
+
+        `local` decides on the server's own count: its controller and tracker
+        get no shared stats (the slot, if any, is only a display).
+        """
+        local = parse_protocol(self.protocol) is Protocol.LOCAL
+        stats = None if local else self.shared_stats()
         tracker = tracker_factory(stats)
         controller = AdmissionController(
             self.max_num_queued_reqs,
@@ -103,6 +111,8 @@ class ServerSpec:
             tracker=tracker,
             shared_stats=stats,
             mode=controller_protocol(self.protocol),
+            token_rule=self.token_rule,
+            token_scope=self.token_scope,
         )
         return APIServer(
             controller,
@@ -155,6 +165,8 @@ class ServerGroup:
         max_num_queued_tokens: int | None = None,
         protocol: ProtocolName = Protocol.CHECK_THEN_WRITE,
         args: Sequence[object] = (),
+        token_rule: TokenRuleName | TokenRule = "ge",
+        token_scope: TokenScope | None = None,
     ) -> None:
         self._context = multiprocessing.get_context(START_METHOD)
         self._target = target
@@ -174,6 +186,8 @@ class ServerGroup:
                 max_num_queued_tokens,
                 protocol,
                 lock,
+                token_rule,
+                token_scope,
             )
             for index in range(num_servers)
         ]

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import ctypes
 import multiprocessing
-from collections.abc import Mapping
-from typing import Any, Final, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Protocol, TypeVar
 
 import icontract
 
@@ -135,6 +135,48 @@ def _read_in_one_pass(view: memoryview, counter: int) -> int:
     (`protocol._read_all`).
     """
     return protocol._read_all(0, _checked_counts(view.tolist(), counter))
+
+
+def _is_the_sum_of(stats: SharedAdmissionStats, result: int, counter: int) -> bool:
+    """The deep postcondition of a sum: it equals counter `counter` summed over every slot.
+
+    Re-reads the slots, so only over a private buffer and with deep checks on.
+    """
+    if not config.deep_checks() or not is_private_buffer(stats.counters):
+        return True
+    step = stats.COUNTERS_PER_SLOT
+    return result == sum(
+        stats.counters[index * step + counter] for index in range(stats.client_count)
+    )
+
+
+def _slot_in_range(self: SharedAdmissionStats, client_index: int) -> bool:
+    return is_index(client_index, self.client_count)
+
+
+def _not_negative(result: int) -> bool:
+    return result >= 0
+
+
+_Reader = TypeVar("_Reader", bound=Callable[..., int])
+
+
+def _slot_read(requirement: str, what: str) -> Callable[[_Reader], _Reader]:
+    """The contracts of a one-slot read: the index is in range, the value is never negative.
+
+    Named conditions, not lambdas: icontract shows a lambda's source only
+    when it is written in a decorator line.
+    """
+
+    def wrap(read: _Reader) -> _Reader:
+        read = icontract.ensure(_not_negative, f"{requirement}: a {what} read is never negative")(
+            read
+        )
+        return icontract.require(
+            _slot_in_range, f"{requirement}: a slot index is in range", error=IndexError
+        )(read)
+
+    return wrap
 
 
 # ---------------------------------------------------------------------------
@@ -284,12 +326,7 @@ class SharedAdmissionStats:
         """The index of counter 0 of this server's slot."""
         return self._slot_offset
 
-    @icontract.require(
-        lambda self, client_index: is_index(client_index, self.client_count),
-        "ADM-STATS-3: a slot index is in range",
-        error=IndexError,
-    )
-    @icontract.ensure(lambda result: result >= 0, "ADM-STATS-3: a count read is never negative")
+    @_slot_read("ADM-STATS-3", "count")
     def read_slot(self, client_index: int) -> int:
         """Counter 0 of slot `client_index`: exactly one `__getitem__`.
 
@@ -307,12 +344,7 @@ class SharedAdmissionStats:
             )
         return value
 
-    @icontract.require(
-        lambda self, client_index: is_index(client_index, self.client_count),
-        "ADM-TOK-2: a slot index is in range",
-        error=IndexError,
-    )
-    @icontract.ensure(lambda result: result >= 0, "ADM-TOK-2: a token count read is never negative")
+    @_slot_read("ADM-TOK-2", "token count")
     def read_tokens_slot(self, client_index: int) -> int:
         """Counter 1 of slot `client_index` (its queued tokens): exactly one `__getitem__`.
 
@@ -340,15 +372,7 @@ class SharedAdmissionStats:
 
     @icontract.ensure(lambda result: result >= 0, "ADM-TOK-2: the sum is never negative")
     @icontract.ensure(
-        lambda self, result: (
-            not config.deep_checks()
-            or not is_private_buffer(self.counters)
-            or result
-            == sum(
-                self.counters[index * self.COUNTERS_PER_SLOT + self.QUEUED_TOKENS]
-                for index in range(self.client_count)
-            )
-        ),
+        lambda self, result: _is_the_sum_of(self, result, SharedAdmissionStats.QUEUED_TOKENS),
         "ADM-TOK-2: the sum equals the sum of counter 1 of every slot",
     )
     def get_num_queued_tokens(self) -> int:
@@ -356,12 +380,7 @@ class SharedAdmissionStats:
 
         Not a snapshot: other servers may write between two reads.
         """
-        if self._token_view is not None:
-            return _read_in_one_pass(self._token_view, self.QUEUED_TOKENS)  # ADM-CTL-11
-        check = protocol.Check(n=0)
-        while not check.done(self._client_count):
-            check = check.read(self.read_tokens_slot(check.next_slot))
-        return check.view
+        return self._sum_counter(self.QUEUED_TOKENS)
 
     @icontract.require(
         lambda count: is_int_at_least(count, 0),
@@ -381,15 +400,7 @@ class SharedAdmissionStats:
 
     @icontract.ensure(lambda result: result >= 0, "ADM-STATS-3: the sum is never negative")
     @icontract.ensure(
-        lambda self, result: (
-            not config.deep_checks()
-            or not is_private_buffer(self.counters)
-            or result
-            == sum(
-                self.counters[index * self.COUNTERS_PER_SLOT + self.REQUEST_COUNT]
-                for index in range(self.client_count)
-            )
-        ),
+        lambda self, result: _is_the_sum_of(self, result, SharedAdmissionStats.REQUEST_COUNT),
         "ADM-STATS-3: the sum equals the sum of counter 0 of every slot",
     )
     def get_num_requests(self) -> int:
@@ -397,11 +408,22 @@ class SharedAdmissionStats:
 
         Not a snapshot: other servers may write between two reads.
         """
-        if self._request_view is not None:
-            return _read_in_one_pass(self._request_view, self.REQUEST_COUNT)  # ADM-CTL-11
-        check = protocol.Check(n=1)
+        return self._sum_counter(self.REQUEST_COUNT)
+
+    def _sum_counter(self, counter: int) -> int:
+        """Counter `counter` of every slot, summed as a check reads it.
+
+        Over a C-level buffer one C-level pass; else one `read_slot` (or
+        `read_tokens_slot`) per slot, in index order, folded by `protocol.Check`.
+        """
+        requests = counter == self.REQUEST_COUNT
+        view = self._request_view if requests else self._token_view
+        if view is not None:
+            return _read_in_one_pass(view, counter)  # ADM-CTL-11
+        read = self.read_slot if requests else self.read_tokens_slot
+        check = protocol.Check(n=0)
         while not check.done(self._client_count):
-            check = check.read(self.read_slot(check.next_slot))
+            check = check.read(read(check.next_slot))
         return check.view
 
 

@@ -33,7 +33,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from queueref.commands.args import add_quiet, progress_line, show_progress
+from queueref.commands.args import add_protocol_argument, add_quiet, progress_line, show_progress
 from queueref.models.explorer import (
     CHECK_THEN_WRITE,
     PROTOCOLS,
@@ -46,6 +46,7 @@ from queueref.models.explorer import (
     replay,
     worst_spurious_rejection,
 )
+from queueref.models.protocol import parse_protocol
 from queueref.models.tokens import explore_joint, explore_tokens
 
 HELP = "exact worst-case global count of the admission protocols, by exhaustive search"
@@ -93,10 +94,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--servers", default="2-3", help="N: A-B or A, inclusive (default 2-3)")
     parser.add_argument("--cap", default="0-4", help="M: A-B or A, inclusive (default 0-4)")
     parser.add_argument("--weight", default="1-3", help="W: A-B or A, inclusive (default 1-3)")
-    parser.add_argument(
+    add_protocol_argument(
+        parser,
         "--protocol",
-        default=CHECK_THEN_WRITE,
-        help=f"{' or '.join(PROTOCOLS)} (default {CHECK_THEN_WRITE})",
+        command="bound-table",
+        allowed=tuple(parse_protocol(name) for name in PROTOCOLS),
+        default=parse_protocol(CHECK_THEN_WRITE),
+        help="the protocol to explore",
     )
     parser.add_argument(
         "--limit",

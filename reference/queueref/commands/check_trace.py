@@ -8,21 +8,29 @@ forbidden or the bound is broken, 2 when the input cannot be read or a line
 breaks the schema -- then one line on stderr names the file, the line and
 the field, and there is no traceback (ORC-TR-9). Time and memory grow with
 the number of events only (ORC-TR-12).
+
+`--mode` takes a protocol by its name (the deprecated `shared` / `reserve`
+with a note); the report prints that name. `check_admission_trace` still
+knows the protocols by their old spellings, so the name is mapped here, and
+a trace file holds no protocol name: old traces read as they always did.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
 
-from queueref.commands.args import exit_codes, int_at_least
+from queueref.commands.args import add_protocol_argument, exit_codes, int_at_least
 from queueref.events import AdmissionEvent
+from queueref.http_group import trace_mode
+from queueref.models.protocol import Protocol
 from queueref.oracle.errors import TraceFormatError
 from queueref.oracle.trace_check import (
-    MODES,
     TOKEN_RULES,
+    TraceReport,
     check_admission_trace,
     read_trace,
     read_trace_folder,
@@ -65,11 +73,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=1,
         help="W, the largest n (parallel samples) a request may have (default 1)",
     )
-    parser.add_argument(
+    add_protocol_argument(
+        parser,
         "--mode",
-        choices=MODES,
-        default="shared",
-        help="the admission protocol the servers ran (default shared: check-then-write)",
+        command="check-trace",
+        allowed=tuple(Protocol),
+        default=Protocol.CHECK_THEN_WRITE,
+        help="the admission protocol the servers ran",
     )
     parser.add_argument(
         "--max-num-queued-tokens",
@@ -118,6 +128,15 @@ def _servers_of_file(
     return largest + 1
 
 
+def _named(report: TraceReport, old: str, protocol: Protocol) -> TraceReport:
+    """The report with the protocol's name where the checker wrote its old spelling."""
+    violations = tuple(
+        dataclasses.replace(v, message=v.message.replace(f"{old} mode", f"{protocol} mode"))
+        for v in report.violations
+    )
+    return dataclasses.replace(report, mode=protocol.value, violations=violations)
+
+
 def run(args: argparse.Namespace) -> int:
     """ORC-TR-9, ORC-TR-11, ORC-TR-13: report, and exit 0 / 1, or 2 with one line on stderr."""
     path = args.file
@@ -144,12 +163,13 @@ def run(args: argparse.Namespace) -> int:
         num_servers,
         args.cap,
         args.max_n,
-        mode=args.mode,
+        mode=trace_mode(args.mode),
         line_numbers=numbers,
         files=files,
         max_num_queued_tokens=args.max_num_queued_tokens,
         token_rule=args.token_rule,
     )
+    report = _named(report, trace_mode(args.mode), args.mode)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:

@@ -1,6 +1,8 @@
 """`queueref experiment`: serve + load for every admission mode, and the table.
 
-For `local`, `shared` and `reserve` in turn: start N real HTTP server
+For `local`, `check-then-write` and `write-then-check` in turn (`--modes`
+takes the protocols by their names; the deprecated `shared` / `reserve`
+with a note): start N real HTTP server
 processes (`queueref.http_group`), drive them with the built-in client
 (`queueref.loadgen`), stop them, and compute the exact maximum global
 in-flight count from the servers' admit/finish records against the mode's
@@ -24,6 +26,8 @@ from queueref.commands.args import (
     finite_float,
     int_at_least,
     progress_line,
+    protocol_list,
+    protocol_names,
     show_progress,
 )
 from queueref.experiment import (
@@ -35,7 +39,7 @@ from queueref.experiment import (
     run_experiment,
 )
 from queueref.experiment_nodes import NodesRow, format_rows, run_nodes_experiment
-from queueref.http_group import SERVE_MODES, TOKEN_RULES, PortInUseError
+from queueref.http_group import SERVE_PROTOCOLS, TOKEN_RULES, PortInUseError
 from queueref.loadgen import LoadError
 
 HELP = "run serve + load for each admission mode and print max global in-flight vs the bound"
@@ -71,8 +75,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--modes",
-        default=",".join(SERVE_MODES),
-        help="comma-separated modes to run (default local,shared,reserve)",
+        type=protocol_list("experiment", "--modes", SERVE_PROTOCOLS),
+        default=protocol_names(SERVE_PROTOCOLS),
+        help="comma-separated protocols to run, of "
+        f"{protocol_names(SERVE_PROTOCOLS)} (default: all; deprecated: shared, reserve)",
     )
     parser.add_argument(
         "--port", type=int_at_least(0, 65535), default=0, help="port (default 0: any free port)"
@@ -172,16 +178,13 @@ def run(args: argparse.Namespace) -> int:
     """E2E-EXP-1, E2E-EXP-2, E2E-CLI-1: print the table; exit 1 when a bound is broken."""
     if args.nodes is not None or args.store is not None:
         return _run_nodes(args)
-    modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
-    unknown = [mode for mode in modes if mode not in SERVE_MODES]
-    if unknown or not modes:
-        return _fail(f"--modes must name some of {', '.join(SERVE_MODES)}, got {args.modes!r}")
+    modes = list(args.modes)
     try:
         # E2E-EXP-2: every output path is checked before any server starts.
         if args.plot is not None:
             check_output_path(args.plot)
         if args.trace_dir is not None:
-            check_output_path(f"{args.trace_dir}/{modes[0]}/server-0.jsonl")
+            check_output_path(f"{args.trace_dir}/{modes[0].value}/server-0.jsonl")
     except OSError as error:
         where = f"{error.filename}: " if error.filename else ""
         return _fail(f"cannot write {where}{error.strerror or error}")

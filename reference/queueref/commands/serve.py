@@ -18,9 +18,15 @@ import sys
 import time
 from types import FrameType
 
-from queueref.commands.args import duration, exit_codes, finite_float, int_at_least
+from queueref.commands.args import (
+    add_protocol_argument,
+    duration,
+    exit_codes,
+    finite_float,
+    int_at_least,
+)
 from queueref.http_group import (
-    SERVE_MODES,
+    SERVE_PROTOCOLS,
     TOKEN_RULES,
     HttpServers,
     PortInUseError,
@@ -28,6 +34,7 @@ from queueref.http_group import (
 )
 from queueref.http_store import NodeStore
 from queueref.http_worker import PREFILL_FRACTION
+from queueref.models.protocol import Protocol
 from queueref.redis_store import StoreError, StoreFailurePolicy, StoreProtocol, allocate_node
 
 HELP = "run N real HTTP API server processes sharing one max_num_queued_reqs"
@@ -75,12 +82,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="when a request's prefill is done and its tokens leave the count "
         f"(default {PREFILL_FRACTION:g} of --service-time-ms)",
     )
-    parser.add_argument(
+    add_protocol_argument(
+        parser,
         "--admission",
-        choices=SERVE_MODES,
-        default="shared",
-        help="local: each server caps itself (before the PR); shared: check-then-write "
-        "(vLLM 0.30.0); reserve: write-then-check (exact cap). Default shared.",
+        command="serve",
+        allowed=SERVE_PROTOCOLS,
+        default=Protocol.CHECK_THEN_WRITE,
+        help="local: each server caps itself (before the PR); check-then-write: vLLM "
+        "0.30.0's shared counters; write-then-check: reserve first (exact cap)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="listen address (127.0.0.1)")
     parser.add_argument(
@@ -159,8 +168,10 @@ def _node_store(args: argparse.Namespace) -> NodeStore | None:
         return None
     if args.node is None or args.store_servers is None:
         raise ValueError("--store needs --node NAME and --store-servers N")
-    if args.admission != "shared":
-        raise ValueError("--store runs check-then-write through the store: use --admission shared")
+    if args.admission is not Protocol.CHECK_THEN_WRITE:
+        raise ValueError(
+            "--store runs check-then-write through the store: use --admission check-then-write"
+        )
     if args.max_num_queued_tokens is not None:
         raise ValueError("--store shares the request cap only: drop --max-num-queued-tokens")
     base = allocate_node(args.store, args.deployment, args.node, args.servers, args.store_servers)
@@ -230,7 +241,8 @@ def run(args: argparse.Namespace) -> int:
         )
         trace = f"; records in {args.trace}/server-<i>.jsonl" if args.trace else ""
         print(
-            f"queueref serve: {args.servers} API server process(es), admission {args.admission}, "
+            f"queueref serve: {args.servers} API server process(es), "
+            f"admission {args.admission.value}, "
             f"cap {args.cap}{tokens}, on http://{args.host}:{servers.port} "
             f"(POST /v1/completions, GET /metrics); pids {servers.pids()}{trace}; "
             "Ctrl-C to stop",
