@@ -18,9 +18,9 @@ from queueref.cli import build_parser, main
 from queueref.commands import experiment as experiment_command
 from queueref.events import AdmissionEvent, write_jsonl
 from queueref.experiment import ModeResult, timeline
-from queueref.http_group import HttpServers, trace_mode
+from queueref.http_group import HttpServers
 from queueref.loadgen import LoadReport
-from queueref.models.protocol import Protocol
+from queueref.models.protocol import Protocol, parse_protocol
 from queueref.oracle.trace_check import check_admission_trace
 
 # The README's worst case of the overshoot bound: 3 servers, cap 2, four admitted at once.
@@ -207,10 +207,25 @@ def test_serve_group_takes_every_spelling() -> None:
         HttpServers(2, 3, "locked")  # type: ignore[arg-type]
 
 
-def test_trace_mode_is_the_checkers_spelling() -> None:
-    """E2E-CLI-5, ORC-TR-10: each protocol maps to the mode check_admission_trace knows."""
-    assert [trace_mode(p) for p in Protocol] == ["shared", "reserve", "locked", "local"]
-    assert trace_mode("reserve") == "reserve"
+def test_the_trace_checker_takes_every_spelling_and_reports_the_name() -> None:
+    """E2E-CLI-5, ORC-TR-10: check_admission_trace knows the protocols by their names; the
+    deprecated aliases judge alike; the report names the protocol; a typo is refused."""
+    events = [
+        AdmissionEvent(1.0, 0, "admit", "a", 1, view=1),
+        AdmissionEvent(2.0, 0, "finish", "a", 1, t_before=1.5),
+    ]
+    for name, alias in (("write-then-check", "reserve"), ("check-then-write", "shared")):
+        by_name = check_admission_trace(events, 2, 2, 1, mode=name)
+        by_alias = check_admission_trace(events, 2, 2, 1, mode=alias)
+        assert by_name == by_alias
+        assert by_name.mode == name
+    # write-then-check's view holds the own reservation; check-then-write's need not
+    assert check_admission_trace(events, 2, 2, 1, mode=Protocol.WRITE_THEN_CHECK).ok
+    low = [AdmissionEvent(1.0, 0, "admit", "a", 1, view=0)]
+    assert not check_admission_trace(low, 2, 2, 1, mode="write-then-check").ok
+    assert check_admission_trace(low, 2, 2, 1, mode="check-then-write").ok
+    with pytest.raises(ValueError, match="ORC-TR-10: mode: unknown admission protocol 'atomic'"):
+        check_admission_trace(events, 2, 2, 1, mode="atomic")
 
 
 def test_timeline_is_the_same_under_both_spellings() -> None:
@@ -226,12 +241,12 @@ def test_timeline_is_the_same_under_both_spellings() -> None:
 
 def _result(mode: Any, num_servers: int, cap: int) -> ModeResult:
     """A mode's result from a hand-written trace, as `run_mode` assembles it."""
-    own = 1 if trace_mode(mode) == "reserve" else 0  # write-then-check's view holds its own
+    own = 1 if parse_protocol(mode) is Protocol.WRITE_THEN_CHECK else 0  # it holds its own
     events = [
         AdmissionEvent(1.0, 0, "admit", "a", 1, view=own),
         AdmissionEvent(2.0, 0, "finish", "a", 1, t_before=1.9),
     ]
-    trace = check_admission_trace(events, num_servers, cap, 1, mode=trace_mode(mode))
+    trace = check_admission_trace(events, num_servers, cap, 1, mode=mode)
     load = LoadReport("builtin", 1, 1.0, sent=1, status={200: 1})
     return ModeResult(mode, num_servers, cap, load, trace, events, [0] * num_servers, [], 0)
 

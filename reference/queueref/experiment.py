@@ -29,7 +29,7 @@ from typing import Any
 
 from queueref.admission import TokenRuleName
 from queueref.events import AdmissionEvent
-from queueref.http_group import SERVE_MODES, HttpServers, ServeMode, trace_mode
+from queueref.http_group import SERVE_MODES, HttpServers, ServeMode
 from queueref.loadgen import LoadReport, run_builtin
 from queueref.models.protocol import Protocol, parse_protocol
 from queueref.oracle.trace_check import TraceReport, check_admission_trace
@@ -224,7 +224,7 @@ def run_mode(
             num_servers,
             cap,
             TOKEN_MAX_N if tokens else 1,
-            mode=trace_mode(mode),
+            mode=mode,
             max_num_queued_tokens=max_num_queued_tokens,
             token_rule=rule,
         )

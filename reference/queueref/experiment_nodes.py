@@ -21,15 +21,16 @@ from typing import Any
 from queueref.http_group import HttpServers
 from queueref.http_store import NodeStore
 from queueref.loadgen import run_builtin
+from queueref.models.protocol import Protocol
 from queueref.oracle.trace_check import check_admission_trace, read_trace_folder
 from queueref.redis_server import RedisServer
 from queueref.redis_store import StoreProtocol, allocate_node
 
 #: The trace-checker mode whose measure and bound each store protocol keeps.
 CHECK_MODES = {
-    StoreProtocol.SLOTS: "shared",
-    StoreProtocol.SNAPSHOT: "shared",
-    StoreProtocol.SCRIPT: "locked",
+    StoreProtocol.SLOTS: Protocol.CHECK_THEN_WRITE,
+    StoreProtocol.SNAPSHOT: Protocol.CHECK_THEN_WRITE,
+    StoreProtocol.SCRIPT: Protocol.LOCKED,
 }
 
 

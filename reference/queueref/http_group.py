@@ -49,7 +49,6 @@ from queueref.http_worker import (
     ServeMode,
     listening_socket,
     serve_process,
-    trace_mode,
 )
 from queueref.models.protocol import parse_protocol, spellings
 from queueref.oracle.errors import TraceFormatError
@@ -87,7 +86,6 @@ __all__ = [
     "prepare_trace_folder",
     "reserve_port",
     "serve_process",
-    "trace_mode",
 ]
 
 

@@ -28,7 +28,6 @@ from queueref.events import AdmissionEvent
 from queueref.http_app import CompletionApp
 from queueref.http_store import NodeStore, StoreFront
 from queueref.models.protocol import Protocol, parse_protocol
-from queueref.oracle.trace_check import MODES as TRACE_MODES
 from queueref.oracle.trace_check import trace_file
 from queueref.servers import ServerSpec
 
@@ -44,16 +43,6 @@ SERVE_PROTOCOLS: Final[tuple[Protocol, ...]] = (
 
 #: The same protocols by their old spellings, the defaults of the Python API (deprecated).
 SERVE_MODES: Final[tuple[ServeMode, ...]] = ("local", "shared", "reserve")
-
-
-def trace_mode(protocol: Protocol | str) -> str:
-    """The name `check_admission_trace` knows a protocol by (its `mode`, ORC-TR-10).
-
-    >>> trace_mode("check-then-write"), trace_mode(Protocol.WRITE_THEN_CHECK), trace_mode("local")
-    ('shared', 'reserve', 'local')
-    """
-    chosen = parse_protocol(protocol)
-    return next(mode for mode in TRACE_MODES if parse_protocol(mode) is chosen)
 
 
 #: Why the parent restarts a server (E2E-SRV-7): the order of the restart counters.

@@ -18,19 +18,16 @@ a trace file holds no protocol name: old traces read as they always did.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
 
 from queueref.commands.args import add_protocol_argument, exit_codes, int_at_least
 from queueref.events import AdmissionEvent
-from queueref.http_group import trace_mode
 from queueref.models.protocol import Protocol
 from queueref.oracle.errors import TraceFormatError
 from queueref.oracle.trace_check import (
     TOKEN_RULES,
-    TraceReport,
     check_admission_trace,
     read_trace,
     read_trace_folder,
@@ -128,15 +125,6 @@ def _servers_of_file(
     return largest + 1
 
 
-def _named(report: TraceReport, old: str, protocol: Protocol) -> TraceReport:
-    """The report with the protocol's name where the checker wrote its old spelling."""
-    violations = tuple(
-        dataclasses.replace(v, message=v.message.replace(f"{old} mode", f"{protocol} mode"))
-        for v in report.violations
-    )
-    return dataclasses.replace(report, mode=protocol.value, violations=violations)
-
-
 def run(args: argparse.Namespace) -> int:
     """ORC-TR-9, ORC-TR-11, ORC-TR-13: report, and exit 0 / 1, or 2 with one line on stderr."""
     path = args.file
@@ -163,13 +151,12 @@ def run(args: argparse.Namespace) -> int:
         num_servers,
         args.cap,
         args.max_n,
-        mode=trace_mode(args.mode),
+        mode=args.mode,
         line_numbers=numbers,
         files=files,
         max_num_queued_tokens=args.max_num_queued_tokens,
         token_rule=args.token_rule,
     )
-    report = _named(report, trace_mode(args.mode), args.mode)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:

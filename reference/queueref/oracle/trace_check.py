@@ -12,14 +12,14 @@ Models no single vLLM file: it judges recordings of the admission path of
 `AsyncLLM.check_admission` (`vllm/v1/engine/async_llm.py`) with the counters of
 `vllm/v1/engine/admission_control.py`, as `specs/admission.md` states it.
 
-Modes (ORC-TR-10), named like `AdmissionController(mode=...)` and the
-protocols of `queueref.servers`:
+Modes (ORC-TR-10): the protocol names of `queueref.models.protocol.Protocol`
+(the deprecated `shared` and `reserve` are accepted for the first two):
 
 | mode | protocol | admit iff | view must be | measure | bound |
 |---|---|---|---|---|---|
-| `shared` | check-then-write | `view + n <= M` | `>= own` | max_in_flight | `M + (N-1)*min(M, W)` |
+| `check-then-write` | vLLM's | `view + n <= M` | `>= own` | max_in_flight | `M + (N-1)*min(M, W)` |
 | `locked` | the same, locked | `view + n <= M` | `>= own` | max_admitted_in_flight | `M` |
-| `reserve` | write-then-check | `view <= M` | `>= own + n` | max_admitted_in_flight | `M` |
+| `write-then-check` | reserve first | `view <= M` | `>= own + n` | max_admitted_in_flight | `M` |
 | `local` | own count only | `view + n <= M` | `== own` | max_in_flight | `N * M` |
 
 `own` is the server's own in-flight count, rebuilt from its earlier events.
@@ -37,7 +37,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from queueref.events import AdmissionEvent, max_admitted_in_flight, max_in_flight, sweep
-from queueref.models.protocol import TokenRule, admits_tokens, keeps_reservation, parse_protocol
+from queueref.models.protocol import (
+    Protocol,
+    TokenRule,
+    admits_tokens,
+    keeps_reservation,
+    parse_protocol,
+)
 from queueref.models.protocol import bound as protocol_bound
 from queueref.models.tokens import token_bound
 from queueref.oracle.errors import TraceFormatError
@@ -45,7 +51,7 @@ from queueref.tracker import child_request_id
 from queueref.validators import is_int_at_least
 
 #: The modes `check_admission_trace` knows (ORC-TR-10).
-MODES: Final = ("shared", "locked", "reserve", "local")
+MODES: Final = tuple(protocol.value for protocol in Protocol)
 
 #: The keys of one event line (ADM-EV-2): required, then optional.
 REQUIRED_KEYS: Final = ("t", "server", "event", "request_id", "n")
@@ -355,27 +361,34 @@ class TraceReport:
 _KINDS = ("admit", "reject", "finish", "abort")
 
 
-def trace_bound(mode: str, num_servers: int, max_num_queued_reqs: int, max_n: int) -> int:
+def trace_bound(
+    mode: Protocol | str, num_servers: int, max_num_queued_reqs: int, max_n: int
+) -> int:
     """ORC-TR-10: the bound of the mode's in-flight measure (ADM-BOUND-1, ADM-BOUND-2)."""
     return protocol_bound(parse_protocol(mode), num_servers, max_num_queued_reqs, max_n)
 
 
 def trace_token_bound(
-    mode: str, rule: str, num_servers: int, max_num_queued_tokens: int, max_request_tokens: int
+    mode: Protocol | str,
+    rule: str,
+    num_servers: int,
+    max_num_queued_tokens: int,
+    max_request_tokens: int,
 ) -> int:
     """ORC-TR-14: the bound of the queued tokens (OB-TOK-1, OB-TOK-2, OB-TOK-3).
 
-    `shared`: the N-server bound of the rule; `reserve`: write-then-check's
+    check-then-write: the N-server bound of the rule; write-then-check:
     Mt; `locked`: one server's bound (the checks are serialised); `local`: N
     times one server's bound (each checks its own tokens).
     """
     token_rule = TokenRule(rule)
-    if mode == "reserve":
+    chosen = parse_protocol(mode)
+    if chosen is Protocol.WRITE_THEN_CHECK:
         return token_bound(token_rule, True, num_servers, max_num_queued_tokens, max_request_tokens)
     one = token_bound(token_rule, False, 1, max_num_queued_tokens, max_request_tokens)
-    if mode == "locked":
+    if chosen is Protocol.LOCKED:
         return one
-    if mode == "local":
+    if chosen is Protocol.LOCAL:
         return num_servers * one
     return token_bound(token_rule, False, num_servers, max_num_queued_tokens, max_request_tokens)
 
@@ -462,7 +475,7 @@ class _Replay:
 
     def __init__(
         self,
-        mode: str,
+        mode: Protocol,
         num_servers: int,
         cap: int,
         max_n: int,
@@ -550,7 +563,7 @@ class _Replay:
                 )
             return  # a rejection by the request limit read no tokens
         weight = event.n * (event.tokens or 0)
-        if self.mode == "reserve":
+        if self.mode is Protocol.WRITE_THEN_CHECK:
             fits = keeps_reservation(token_view, limit)
             rule_text = f"token view {token_view} <= token cap {limit}"
         else:
@@ -565,14 +578,15 @@ class _Replay:
         if not admitted and fits:
             self.flag(line, "ORC-TR-15", f"rejected although {rule_text}", event)
         own = self.server(event.server).own_tokens
-        floor = own + weight if self.mode == "reserve" else own
-        if token_view < floor or (self.mode == "local" and token_view != own):
+        reserves = self.mode is Protocol.WRITE_THEN_CHECK
+        floor = own + weight if reserves else own
+        if token_view < floor or (self.mode is Protocol.LOCAL and token_view != own):
             self.flag(
                 line,
                 "ORC-TR-15",
                 f"token view {token_view} cannot have been read: the server's own queued "
                 f"tokens are {own}"
-                + (f" plus its reservation {weight}" if weight and self.mode == "reserve" else ""),
+                + (f" plus its reservation {weight}" if weight and reserves else ""),
                 event,
             )
 
@@ -621,7 +635,7 @@ class _Replay:
             return  # no request limit was read (e.g. a token-limit rejection): nothing to judge
         n, cap = event.n, self.cap
         own = self.server(event.server).own
-        if self.mode == "reserve":
+        if self.mode is Protocol.WRITE_THEN_CHECK:
             fits, rule_text = view <= cap, f"view {view} <= cap {cap}"
         else:
             fits, rule_text = view + n <= cap, f"view {view} + n {n} <= cap {cap}"
@@ -629,14 +643,14 @@ class _Replay:
             self.flag(line, "ORC-TR-2", f"admitted although not {rule_text}", event)
         if not admitted and fits:
             self.flag(line, "ORC-TR-3", f"rejected although {rule_text}", event)
-        if self.mode == "local" and view != own:
+        if self.mode is Protocol.LOCAL and view != own:
             self.flag(
                 line,
                 "ORC-TR-7",
                 f"view {view} is not the server's own in-flight count {own} (local mode)",
                 event,
             )
-        elif self.mode == "reserve" and view < own + n:
+        elif self.mode is Protocol.WRITE_THEN_CHECK and view < own + n:
             self.flag(
                 line,
                 "ORC-TR-7",
@@ -644,7 +658,7 @@ class _Replay:
                 f"reservation {n}",
                 event,
             )
-        elif self.mode in ("shared", "locked") and view < own:
+        elif self.mode in (Protocol.CHECK_THEN_WRITE, Protocol.LOCKED) and view < own:
             self.flag(
                 line,
                 "ORC-TR-7",
@@ -747,7 +761,7 @@ def in_flight_requests(events: Iterable[AdmissionEvent], server: int) -> dict[st
     slot of a server that died (E2E-SRV-7). Events of other servers are
     ignored; decisions are not judged here.
     """
-    replay = _Replay("shared", server + 1, 0, 1)
+    replay = _Replay(Protocol.CHECK_THEN_WRITE, server + 1, 0, 1)
     for event in events:
         if event.server == server and event.event != "reject":
             replay.step(0, event)
@@ -760,7 +774,7 @@ def check_admission_trace(
     max_num_queued_reqs: int,
     max_n: int = 1,
     *,
-    mode: str = "shared",
+    mode: Protocol | str = Protocol.CHECK_THEN_WRITE,
     line_numbers: Sequence[int] | None = None,
     files: Sequence[str] | None = None,
     max_num_queued_tokens: int | None = None,
@@ -775,9 +789,11 @@ def check_admission_trace(
     ORC-TR-9), or of a folder of per-server files (ORC-TR-13).
     `line_numbers` gives the line of each event for the report (default: its
     1-based position), `files` the file of each (a folder's events).
-    `mode` is one of `MODES` (ORC-TR-10). With `max_num_queued_tokens` the
-    token limit is checked too: its measure against its bound (ORC-TR-14)
-    and every token decision (ORC-TR-15), under `token_rule` (`ge`, `fits`).
+    `mode` is a protocol, by its name in `MODES` (ORC-TR-10; the deprecated
+    `shared` and `reserve` still spell check-then-write and write-then-check).
+    With `max_num_queued_tokens` the token limit is checked too: its measure
+    against its bound (ORC-TR-14) and every token decision (ORC-TR-15), under
+    `token_rule` (`ge`, `fits`).
 
     >>> from queueref.events import AdmissionEvent
     >>> trace = [
@@ -792,8 +808,10 @@ def check_admission_trace(
     :raises ValueError: a bad parameter (ORC-TR-10)
     :raises TraceFormatError: a malformed line of a trace file (ORC-TR-9)
     """
-    if mode not in MODES:
-        raise ValueError(f"ORC-TR-10: mode must be one of {MODES}, got {mode!r}")
+    try:
+        chosen = parse_protocol(mode)
+    except ValueError as error:
+        raise ValueError(f"ORC-TR-10: mode: {error}") from None
     if not is_int_at_least(num_servers, 1):
         raise ValueError(f"ORC-TR-10: num_servers must be an int >= 1, got {num_servers!r}")
     if not is_int_at_least(max_num_queued_reqs, 0):
@@ -825,7 +843,7 @@ def check_admission_trace(
     if sources is not None and len(sources) != len(trace):
         raise ValueError("ORC-TR-1: files must give one file per event")
     replay = _Replay(
-        mode, num_servers, max_num_queued_reqs, max_n, max_num_queued_tokens, token_rule
+        chosen, num_servers, max_num_queued_reqs, max_n, max_num_queued_tokens, token_rule
     )
     for position, (number, event) in enumerate(zip(numbers, trace, strict=True)):
         replay.file = sources[position] if sources is not None else None
@@ -833,7 +851,7 @@ def check_admission_trace(
             raise TypeError(f"ORC-TR-1: event {number} is not an AdmissionEvent: {event!r}")
         replay.step(number, event)
     measure = "max_in_flight"
-    if mode in ("reserve", "locked"):
+    if chosen in (Protocol.WRITE_THEN_CHECK, Protocol.LOCKED):
         missing = [
             (position, number, event)
             for position, (number, event) in enumerate(zip(numbers, trace, strict=True))
@@ -844,13 +862,14 @@ def check_admission_trace(
             replay.flag(
                 number,
                 "ORC-TR-10",
-                f"{mode} mode measures with t_before (ADM-EV-5), but this {event.event} has none",
+                f"{chosen.value} mode measures with t_before (ADM-EV-5), "
+                f"but this {event.event} has none",
                 event,
             )
         if not missing:
             measure = "max_admitted_in_flight"
     largest = max_admitted_in_flight(trace) if measure != "max_in_flight" else max_in_flight(trace)
-    bound = trace_bound(mode, num_servers, max_num_queued_reqs, max_n)
+    bound = trace_bound(chosen, num_servers, max_num_queued_reqs, max_n)
     counts = {kind: sum(1 for event in trace if event.event == kind) for kind in _KINDS}
     prefills = sum(1 for event in trace if event.event == "prefill_done")
     if prefills:
@@ -862,11 +881,11 @@ def check_admission_trace(
         points = replay.token_points if measure == "max_in_flight" else replay.admitted_token_points
         max_queued_tokens = sweep(points)
         bound_of_tokens = trace_token_bound(
-            mode, token_rule, num_servers, max_num_queued_tokens, replay.max_request_tokens
+            chosen, token_rule, num_servers, max_num_queued_tokens, replay.max_request_tokens
         )
     violations = sorted(replay.violations, key=lambda v: (v.file or "", v.line))
     return TraceReport(
-        mode=mode,
+        mode=chosen.value,
         num_servers=num_servers,
         max_num_queued_reqs=max_num_queued_reqs,
         max_n=max_n,
