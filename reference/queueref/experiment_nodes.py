@@ -87,7 +87,7 @@ def run_protocol(
                 HttpServers(
                     servers,
                     cap,
-                    "shared",
+                    Protocol.CHECK_THEN_WRITE,
                     service_time_ms=service_time_ms,
                     trace_dir=trace_dir,
                     store=store,
