@@ -13,9 +13,11 @@ heap and no cleverness, so that it can be checked by reading it.
   `add_request` and `prepend_request` insert after every smaller key, and
   `prepend_requests(q)` adds each request of `q`.
 * Errors, all raised before anything changes: a pop or peek of an empty queue
-  raises `IndexError`; an object without the request fields raises
-  `TypeError`; a request already queued, a request whose id is taken, a queue
-  prepended to itself and a removal of an absent request raise `ValueError`.
+  raises `IndexError`; an object a queue cannot use raises what the reference
+  queues raise, through the same `queueref.request.check_request_shape`
+  (`TypeError` naming the field, `ValueError` for a NaN arrival time); a
+  request already queued, a request whose id is taken, a queue prepended to
+  itself and a removal of an absent request raise `ValueError`.
   `remove_requests` ignores absent requests and repeats.
 
 Models `vllm/v1/core/sched/request_queue.py` (vLLM 0.30.0 and 0.33.0) as the
@@ -29,19 +31,12 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from queueref.queues import SchedulingPolicy
-from queueref.request import REQUEST_FIELDS, RequestKey
+from queueref.request import RequestKey, check_request_shape
 
 
 def model_key(request: Any) -> RequestKey:
     """RQ-REQ-1: the ordering key, read from the three fields."""
     return (request.priority, request.arrival_time, request.request_id)
-
-
-def _require_shape(request: object) -> None:
-    """RQ-REQ-3: a request has the three fields, else `TypeError` naming the missing one."""
-    for field in REQUEST_FIELDS:
-        if not hasattr(request, field):
-            raise TypeError(f"{type(request).__name__} object has no {field!r} attribute")
 
 
 class ListQueueModel:
@@ -73,7 +68,7 @@ class ListQueueModel:
 
     def _require_new(self, request: Any, also: Iterable[Any] = ()) -> None:
         """RQ-ALL-2, RQ-ALL-3: `request` is not queued and its id is free."""
-        _require_shape(request)
+        check_request_shape(request)
         for queued in [*self.items, *also]:
             if queued is request:
                 raise ValueError(f"{request!r} is already queued")
@@ -135,7 +130,7 @@ class ListQueueModel:
 
     def remove_request(self, request: Any) -> None:
         """RQ-ALL-6: remove this very object; absent -> ValueError."""
-        _require_shape(request)
+        check_request_shape(request)
         index = self._position(request)
         if index is None:
             raise ValueError(f"{request!r} is not queued")
@@ -145,7 +140,7 @@ class ListQueueModel:
         """RQ-ALL-7: keep every request that is not (by identity) among `requests`."""
         named = list(requests)
         for request in named:
-            _require_shape(request)
+            check_request_shape(request)
         self.items = [r for r in self.items if all(r is not x for x in named)]
 
     # -- observation ---------------------------------------------------------
