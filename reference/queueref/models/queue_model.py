@@ -31,10 +31,10 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from queueref.queues import SchedulingPolicy
-from queueref.request import RequestKey, check_request_shape
+from queueref.request import RequestKey, RequestLike, check_request_shape
 
 
-def model_key(request: Any) -> RequestKey:
+def model_key(request: RequestLike) -> RequestKey:
     """RQ-REQ-1: the ordering key, read from the three fields."""
     return (request.priority, request.arrival_time, request.request_id)
 
@@ -52,14 +52,14 @@ class ListQueueModel:
     ['y', 'x', 'a', 'b']
     """
 
-    def __init__(self, policy: SchedulingPolicy | str, items: Iterable[Any] = ()) -> None:
+    def __init__(self, policy: SchedulingPolicy | str, items: Iterable[RequestLike] = ()) -> None:
         """`items` (front first) is taken as the queue's contents, trusted to be in order."""
         self.policy = SchedulingPolicy(policy)
-        self.items: list[Any] = list(items)
+        self.items: list[RequestLike] = list(items)
 
     # -- checks, made before any change -------------------------------------
 
-    def _position(self, request: Any) -> int | None:
+    def _position(self, request: object) -> int | None:
         """RQ-REQ-2: where this very object is queued (identity, not equality), or None."""
         for index, queued in enumerate(self.items):
             if queued is request:
@@ -77,7 +77,7 @@ class ListQueueModel:
 
     # -- insertion -----------------------------------------------------------
 
-    def _insert_sorted(self, request: Any) -> None:
+    def _insert_sorted(self, request: RequestLike) -> None:
         """RQ-PRI-1: insert before the first request with a larger key."""
         key = model_key(request)
         index = 0
@@ -116,13 +116,13 @@ class ListQueueModel:
 
     # -- removal -------------------------------------------------------------
 
-    def pop_request(self) -> Any:
+    def pop_request(self) -> RequestLike:
         """RQ-ALL-4: remove and return index 0; empty -> IndexError."""
         if not self.items:
             raise IndexError("pop from an empty queue")
         return self.items.pop(0)
 
-    def peek_request(self) -> Any:
+    def peek_request(self) -> RequestLike:
         """RQ-ALL-5: index 0, left in place; empty -> IndexError."""
         if not self.items:
             raise IndexError("peek from an empty queue")
@@ -152,7 +152,7 @@ class ListQueueModel:
         """RQ-ALL-10."""
         return len(self.items) > 0
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[RequestLike]:
         """RQ-ALL-9, RQ-FCFS-5, RQ-PRI-5: index 0 onwards, over a copy."""
         return iter(list(self.items))
 
