@@ -13,6 +13,17 @@ from typing import Any
 
 import icontract
 import pytest
+from waiting_variants import (
+    AbortMissesSkipped,
+    EnqueueIgnoresBlocked,
+    FinishLosesRequest,
+    ForgetsToPark,
+    ParksWithoutReversal,
+    PreemptsToBack,
+    PromotesWithoutAsking,
+    SkippedFirstPriority,
+    WaitingFirst,
+)
 
 import queueref.config
 from queueref import Request, RequestStatus, SchedulingPolicy, StepDecision, WaitingQueues
@@ -767,87 +778,7 @@ def test_lifecycle_round_trip(policy: SchedulingPolicy) -> None:
 
 
 # ---------------------------------------------------------------------------
-# broken variants: the contracts have teeth
-
-
-class ForgetsToPark(WaitingQueues):
-    """Drops the step's skipped requests instead of prepending them back."""
-
-    def _park(self, step_skipped: Any) -> None:
-        pass
-
-
-class ParksWithoutReversal(WaitingQueues):
-    """Puts step_skipped in front in its own order: the second reversal is missing."""
-
-    def _park(self, step_skipped: Any) -> None:
-        for request in reversed(list(step_skipped)):
-            self.skipped_waiting.prepend_request(request)
-
-
-class WaitingFirst(WaitingQueues):
-    """FCFS that prefers waiting over skipped_waiting."""
-
-    def _select(self) -> Any:
-        return self.waiting or self.skipped_waiting or None
-
-
-class SkippedFirstPriority(WaitingQueues):
-    """PRIORITY that uses the FCFS rule: skipped_waiting whatever the heads."""
-
-    def _select(self) -> Any:
-        return self.skipped_waiting or self.waiting or None
-
-
-class PromotesWithoutAsking(WaitingQueues):
-    """Treats every blocked request as promoted, whatever try_promote says."""
-
-    def _promote(self, try_promote: Any, request: Any) -> bool:
-        try_promote(request)
-        request.status = RequestStatus.WAITING
-        return True
-
-
-class PreemptsToBack(WaitingQueues):
-    """Preemption with add_request: the preempted request loses its place."""
-
-    def preempt(self, request: Any) -> None:
-        self._take_running(request)
-        request.status = RequestStatus.PREEMPTED
-        self.waiting.add_request(request)
-        self._where[request.request_id] = IN_WAITING
-
-
-class FinishLosesRequest(WaitingQueues):
-    """Finishing takes the request out of running and forgets to keep it."""
-
-    def finish(self, request: Any, status: RequestStatus = RequestStatus.FINISHED_STOPPED) -> None:
-        self._take_running(request)
-        request.status = status
-
-
-class AbortMissesSkipped(WaitingQueues):
-    """Aborts requests in skipped_waiting without taking them out of the queue."""
-
-    def abort(self, request_ids: Any) -> list[Any]:
-        targets = self._abort_targets(request_ids)
-        for r in targets:
-            if self._where[r.request_id] == "waiting":
-                self.waiting.remove_request(r)
-            elif self._where[r.request_id] == IN_RUNNING:
-                self._take_running(r)
-            r.status = RequestStatus.FINISHED_ABORTED
-            self.finished[r.request_id] = r
-            self._where[r.request_id] = "finished"
-        return targets
-
-
-class EnqueueIgnoresBlocked(WaitingQueues):
-    """Puts every request in waiting."""
-
-    def enqueue(self, request: Any) -> None:
-        self.waiting.add_request(request)
-        self._place(request, IN_WAITING)
+# broken variants (tests/waiting_variants.py): the contracts have teeth
 
 
 def _skip_two_then_run(wq: WaitingQueues) -> Any:
