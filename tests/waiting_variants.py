@@ -36,15 +36,28 @@ from mutations import Change, ChangeDoesNotApply  # noqa: E402
 __all__ = [
     "CHANGES",
     "AbortMissesSkipped",
+    "AsksTheGuardTwice",
     "Change",
     "ChangeDoesNotApply",
     "EnqueueIgnoresBlocked",
+    "EnqueueIgnoresKV",
     "FinishLosesRequest",
+    "ForgetsThePause",
+    "ForgetsToDefer",
     "ForgetsToPark",
+    "IgnoresTheGuard",
+    "NeverAsksTheGuard",
+    "ParksReversed",
     "ParksWithoutReversal",
+    "PreemptKeepsKV",
     "PreemptsToBack",
+    "PromotedSessionStaysPaused",
     "PromotesWithoutAsking",
+    "RequeuesPausedSession",
     "SkippedFirstPriority",
+    "SkipsBackToWaiting",
+    "SlotsIgnorePausedSessions",
+    "WaitingBeforeKVHolding",
     "WaitingFirst",
     "broken_variant",
     "changed_source",
@@ -190,5 +203,155 @@ EnqueueIgnoresBlocked = broken_variant(
         "puts every request in waiting, blocked ones too",
         "return self.skipped_waiting, IN_SKIPPED",
         "return self.waiting, IN_WAITING",
+    ),
+)
+
+# -- the vllm-0.33 layout (tests/test_waiting_v033.py)
+
+WaitingBeforeKVHolding = broken_variant(
+    "WaitingBeforeKVHolding",
+    Change(
+        "_select",
+        "vllm-0.33 takes waiting before kv_holding_waiting",
+        "return self.kv_holding_waiting or self.waiting or None",
+        "return self.waiting or self.kv_holding_waiting or None",
+    ),
+)
+
+SkipsBackToWaiting = broken_variant(
+    "SkipsBackToWaiting",
+    Change(
+        "_skip_v033",
+        "puts every skipped request back in waiting, whatever its KV state",
+        "if self._holds_kv(request):",
+        "if False:",
+    ),
+)
+
+ForgetsToDefer = broken_variant(
+    "ForgetsToDefer",
+    Change(
+        "_skip_v033",
+        "skips without adding to deferred_waiting",
+        "self.deferred_waiting.add(request.request_id)",
+        "self.deferred_waiting.discard(request.request_id)",
+    ),
+)
+
+EnqueueIgnoresKV = broken_variant(
+    "EnqueueIgnoresKV",
+    Change(
+        "_queue_for",
+        "enqueues a request holding KV blocks into waiting",
+        "return self.kv_holding_waiting, IN_KV_HOLDING",
+        "return self.waiting, IN_WAITING",
+    ),
+)
+
+ParksReversed = broken_variant(
+    "ParksReversed",
+    Change(
+        "_park_v033",
+        "puts the skipped KV holders back in the reverse of their examination order",
+        "self.kv_holding_waiting.prepend_requests(skipped_kv)",
+        "for request in reversed(list(skipped_kv)):\n"
+        "            self.kv_holding_waiting.prepend_request(request)",
+    ),
+    Change(
+        "_park_v033",
+        "and the skipped others too",
+        "self.waiting.prepend_requests(skipped_waiting)",
+        "for request in reversed(list(skipped_waiting)):\n"
+        "            self.waiting.prepend_request(request)",
+    ),
+)
+
+PreemptKeepsKV = broken_variant(
+    "PreemptKeepsKV",
+    Change(
+        "preempt",
+        "forgets that preemption frees the KV blocks",
+        "self._kv_held.discard(request.request_id)",
+        "self._kv_held.add(request.request_id)",
+    ),
+)
+
+# -- streaming sessions (tests/test_waiting_streaming.py)
+
+ForgetsThePause = broken_variant(
+    "ForgetsThePause",
+    Change(
+        "await_stream",
+        "await_stream does not record the paused session",
+        "self._paused.add(request.request_id)",
+        "pass",
+    ),
+)
+
+RequeuesPausedSession = broken_variant(
+    "RequeuesPausedSession",
+    Change(
+        "continue_stream",
+        "continue_stream moves a paused session to the back of waiting",
+        "    self._paused.discard(request.request_id)",
+        "    self._paused.discard(request.request_id)\n"
+        "    self._aside.remove_request(request)\n"
+        "    self.waiting.add_request(request)\n"
+        "    self._where[request.request_id] = IN_WAITING",
+    ),
+)
+
+SlotsIgnorePausedSessions = broken_variant(
+    "SlotsIgnorePausedSessions",
+    Change(
+        "_slots_full",
+        "max_running counts only running (vLLM before streaming sessions)",
+        "len(self.running) + len(self._paused) >= max_running",
+        "len(self.running) >= max_running",
+    ),
+)
+
+PromotedSessionStaysPaused = broken_variant(
+    "PromotedSessionStaysPaused",
+    Change(
+        "_note_status",
+        "forgets that a promoted session is no longer paused",
+        "self._paused.discard(request.request_id)",
+        "pass",
+    ),
+)
+
+# -- the budget guard (tests/test_waiting_guard.py)
+
+IgnoresTheGuard = broken_variant(
+    "IgnoresTheGuard",
+    Change(
+        "_may_continue",
+        "asks should_continue but goes on after False",
+        "return answer",
+        "return True",
+    ),
+)
+
+NeverAsksTheGuard = broken_variant(
+    "NeverAsksTheGuard",
+    Change(
+        "_may_continue",
+        "forgets should_continue altogether",
+        "if should_continue is None:",
+        "if True:",
+    ),
+)
+
+AsksTheGuardTwice = broken_variant(
+    "AsksTheGuardTwice",
+    Change(
+        "_may_continue",
+        "asks the guard twice per iteration",
+        "    answer = should_continue()",
+        "    answer = should_continue()\n"
+        "    if answer is True:\n"
+        "        self._continue_answers.append(answer)\n"
+        "        answer = should_continue()",
     ),
 )
