@@ -125,6 +125,38 @@ def test_exported_from_the_package() -> None:
     assert [d.name for d in StepDecision] == ["RUN", "SKIP", "STOP"]
 
 
+def test_every_public_name_still_imports_from_waiting() -> None:
+    """WL-POL-1: waiting.py is built from one module per job and re-exports their names."""
+    import queueref.waiting as waiting
+
+    names = {
+        "ALLOWED_STATUSES",
+        "ALLOWED_STATUSES_V033",
+        "IN_FINISHED",
+        "IN_KV_HOLDING",
+        "IN_RUNNING",
+        "IN_SKIPPED",
+        "IN_WAITING",
+        "LAYOUTS",
+        "LifecycleRequest",
+        "StepDecision",
+        "StepEntry",
+        "WaitingQueues",
+    }
+    assert names <= set(waiting.__all__)
+    assert all(hasattr(waiting, name) for name in waiting.__all__)
+    assert waiting.LAYOUTS == ("vllm-0.30", "vllm-0.33") and waiting.IN_SKIPPED == "skipped_waiting"
+
+
+@pytest.mark.parametrize("module", ["queueref.waiting", "queueref.waiting_places"])
+def test_the_examples_in_the_lifecycle_docstrings_run(module: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
+
+
 def test_construction_rejects_unknown_policy() -> None:
     """WL-POL-1: an unknown policy is a ValueError (RQ-POL-2)."""
     with pytest.raises(ValueError, match="RQ-POL-2"):

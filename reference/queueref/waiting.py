@@ -15,8 +15,9 @@ Models the waiting-queue part of vLLM's `vllm/v1/core/sched/scheduler.py`
   to the front of the queue their KV state picks.
 
 The semantics, clause by clause, are in `specs/waiting-lifecycle.md`; every
-contract below names the clause (`WL-...`) it enforces, and the list model the
-deep contracts compare a step with is `queueref.models.waiting_model`.
+contract (here and in the modules below) names the clause (`WL-...`) it
+enforces, and the list model the deep contracts compare a step with is
+`queueref.models.waiting_model`.
 
 Deliberate divergences from vLLM (0.30.0 and 0.33.0 alike):
 
@@ -67,7 +68,7 @@ moves or examines); whole-structure checks (conservation over every request,
 queue orders, the step against its list model) run only when
 `queueref.config.deep_checks()`.
 
-The class is built from one module per job: `waiting_places` (the
+`WaitingQueues` is built from one module per job: `waiting_places` (the
 vocabulary: places, statuses, a step's log, the request shape check),
 `waiting_state` (the data and the bookkeeping every operation shares),
 `waiting_checks` (what the contracts ask), `waiting_step` (selection and the
