@@ -26,15 +26,15 @@ Deliberate divergences from vLLM (0.30.0 and 0.33.0 alike):
   `check(request) -> StepDecision`: RUN, SKIP (vLLM's `continue` paths) or STOP
   (vLLM's `break` paths). vLLM's async KV load -- a request that passes every
   check and is parked as WAITING_FOR_REMOTE_KVS -- is `check` setting a blocked
-  status and returning SKIP (WL-STEP-3). The loop's own guard,
+  status and returning SKIP. The loop's own guard,
   `token_budget > 0`, is the optional `should_continue()` callback, asked at
-  the top of every iteration (WL-STEP-10).
+  the top of every iteration.
 * vLLM's loop also stops when `running` plus the paused streaming sessions
   fill `max_num_running_reqs`; here that is the optional `max_running`
-  argument of `schedule_step` (WL-STEP-1, WL-STR-4).
+  argument of `schedule_step`.
 * Request ids are unique among all requests an instance has seen, finished ones
   included, and finished requests are kept in `finished` (vLLM frees them and
-  may see an id again) so that conservation (WL-CONS-1) can be checked.
+  may see an id again) so that conservation can be checked.
 * `finish` takes one running request (vLLM removes stopped requests from
   `running` in `update_from_output`); `abort(ids)` is vLLM's
   `finish_requests(ids, FINISHED_ABORTED)` and returns the requests in the
@@ -51,11 +51,11 @@ Deliberate divergences from vLLM (0.30.0 and 0.33.0 alike):
 * A streaming update does not change the session's `arrival_time` (vLLM 0.30.0
   and 0.33.0 set it to the update's, in place, also while the session is
   queued); whether a request holds KV blocks (vllm-0.33) is tracked from the
-  lifecycle, not read from `num_computed_tokens` (WL-L33-1).
+  lifecycle, not read from `num_computed_tokens`.
 * The callbacks are checked: `check` must return a `StepDecision`,
   `try_promote` and `should_continue` a bool, neither may move the request to
-  a status outside the rules of WL-STEP-9, nor call a mutating method of the
-  same instance. A callback that raises or breaks a rule ends the step as if
+  a status the spec's callback rules do not allow, nor call a mutating method
+  of the same instance. A callback that raises or breaks a rule ends the step as if
   it had returned STOP: the requests skipped so far are parked before the
   error propagates, so nothing is lost (vLLM would lose its local
   `step_skipped_waiting`).
@@ -203,10 +203,11 @@ class WaitingQueues(SchedulingStep, StreamingSessions, Leaving, icontract.DBC):
         "waiting, kv_holding_waiting and an empty deferred_waiting",
     )
     def __init__(self, policy: SchedulingPolicy | str, layout: str = LAYOUT_V030) -> None:
-        """WL-POL-1, WL-LAY-1: `policy` is a `SchedulingPolicy` or its value.
+        """`policy` is a `SchedulingPolicy` or its value.
 
-        :raises ValueError: an unknown policy (RQ-POL-2) or layout (WL-LAY-1)
+        :raises ValueError: an unknown policy or layout
         """
+        # RQ-POL-2
         if layout not in LAYOUTS:
             raise ValueError(
                 f"WL-LAY-1: unknown layout {layout!r}; valid layouts are "
@@ -298,12 +299,13 @@ class WaitingQueues(SchedulingStep, StreamingSessions, Leaving, icontract.DBC):
         "in key order) and the other queue is unchanged",
     )
     def enqueue(self, request: LifecycleRequest) -> None:
-        """WL-ENQ-1, WL-L33-1: vLLM's `_enqueue_waiting_request`.
+        """vLLM's `_enqueue_waiting_request`.
 
-        :raises TypeError: not a request (WL-ENQ-2)
-        :raises ValueError: already known, or RUNNING / finished (WL-ENQ-2)
-        :raises RuntimeError: called from a step's callback (WL-STEP-9)
+        :raises TypeError: not a request
+        :raises ValueError: already known, or RUNNING / finished
+        :raises RuntimeError: called from a step's callback
         """
+        # WL-STEP-9
         self._require_idle("enqueue")
         check_lifecycle_request(request)
         if request.request_id in self._known:

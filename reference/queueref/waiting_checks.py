@@ -110,7 +110,8 @@ def _contents(wq: WaitingState) -> Contents | None:
 
 
 def _conserved(wq: WaitingState) -> bool:
-    """WL-CONS-1 over the whole structure: each known request in exactly one place."""
+    """Conservation, over the whole structure: each known request in exactly one place."""
+    # WL-CONS-1
     if not deep_checks():
         return True
     seen: set[str] = set()
@@ -130,7 +131,8 @@ def _conserved(wq: WaitingState) -> bool:
 
 
 def _statuses_match(wq: WaitingState) -> bool:
-    """WL-CONS-2, WL-L33-1 over the whole structure: each status allowed where it is."""
+    """Statuses, over the whole structure: each status allowed where it is."""
+    # WL-CONS-2, WL-L33-1
     allowed = ALLOWED_STATUSES if wq.layout == LAYOUT_V030 else ALLOWED_STATUSES_V033
     return not deep_checks() or all(
         r.status in allowed[wq._where[rid]] for rid, r in wq._known.items()
@@ -138,7 +140,8 @@ def _statuses_match(wq: WaitingState) -> bool:
 
 
 def _sessions_consistent(wq: WaitingState) -> bool:
-    """WL-STR-1: each paused session is a known, waiting WAITING_FOR_STREAMING_REQ request."""
+    """Each paused session is a known, waiting WAITING_FOR_STREAMING_REQ request."""
+    # WL-STR-1
     return not deep_checks() or all(
         wq._where.get(rid) in (IN_WAITING, wq._aside_place) and wq._known[rid].status is STREAMING
         for rid in wq._paused
@@ -146,7 +149,8 @@ def _sessions_consistent(wq: WaitingState) -> bool:
 
 
 def _deferred_consistent(wq: WaitingState) -> bool:
-    """WL-L33-3: deferred_waiting names waiting requests only (vllm-0.33)."""
+    """`deferred_waiting` names waiting requests only (vllm-0.33)."""
+    # WL-L33-3
     return (
         wq.layout != LAYOUT_V033
         or not deep_checks()
@@ -155,12 +159,14 @@ def _deferred_consistent(wq: WaitingState) -> bool:
 
 
 def _is_deferred(wq: WaitingState, request: LifecycleRequest) -> bool:
-    """WL-L33-1: the request is in vllm-0.33's deferred_waiting (never, in vllm-0.30)."""
+    """The request is in vllm-0.33's deferred_waiting (never, in vllm-0.30)."""
+    # WL-L33-1
     return wq.layout == LAYOUT_V033 and request.request_id in wq.deferred_waiting
 
 
 def _layout_queues_named(wq: WaitingState) -> bool:
-    """WL-LAY-1: the second queue has the layout's name (and vllm-0.33 its deferred set)."""
+    """The second queue has the layout's name (and vllm-0.33 its deferred set)."""
+    # WL-LAY-1
     if wq.layout == LAYOUT_V030:
         return wq.skipped_waiting is wq._aside and not hasattr(wq, "kv_holding_waiting")
     return (
@@ -179,7 +185,8 @@ def _skipped(log: Sequence[StepEntry]) -> list[LifecycleRequest]:
 
 
 def _step_matches_model(wq: WaitingState, before: Contents | None) -> bool:
-    """WL-STEP-1, WL-L33-3: the queues are what the list model of the step gives."""
+    """The queues are what the list model of the step gives."""
+    # WL-STEP-1, WL-L33-3
     if before is None:
         return True
     log = wq._last_step
@@ -194,7 +201,8 @@ def _step_matches_model(wq: WaitingState, before: Contents | None) -> bool:
 
 
 def _examined_in_order(wq: WaitingState, before: Contents | None) -> bool:
-    """WL-STEP-6, WL-STEP-8, WL-L33-2: the step examined the requests in the layout's order."""
+    """The step examined the requests in the layout's order."""
+    # WL-STEP-6, WL-STEP-8, WL-L33-2
     if before is None:
         return True
     examined = [e.request for e in wq._last_step]
@@ -221,7 +229,8 @@ def _log_well_formed(wq: WaitingState) -> bool:
 
 
 def _blocked_handled(wq: WaitingState) -> bool:
-    """WL-STEP-2: a blocked head is offered to try_promote; not promoted means skipped."""
+    """A blocked head is offered to try_promote; not promoted means skipped."""
+    # WL-STEP-2
     for e in wq._last_step:
         if (e.status_before in BLOCKED_STATUSES) != (e.promoted is not None):
             return False
@@ -231,7 +240,8 @@ def _blocked_handled(wq: WaitingState) -> bool:
 
 
 def _skipped_parked(wq: WaitingState) -> bool:
-    """WL-STEP-3, WL-STEP-4, WL-L33-3: every request skipped in the step is back in a queue."""
+    """Every request skipped in the step is back in a queue."""
+    # WL-STEP-3, WL-STEP-4, WL-L33-3
     queues = {IN_WAITING: wq.waiting, wq._aside_place: wq._aside}
     skipped = _skipped(wq._last_step)
     parked = all((place := place_of(wq, r)) in queues and r in queues[place] for r in skipped)
@@ -245,7 +255,8 @@ def _skipped_parked(wq: WaitingState) -> bool:
 
 
 def _no_unpromoted_runs(wq: WaitingState) -> bool:
-    """WL-STEP-7: a request blocked when examined runs only after a successful promotion."""
+    """A request blocked when examined runs only after a successful promotion."""
+    # WL-STEP-7
     return all(
         e.status_before not in BLOCKED_STATUSES or e.promoted is True
         for e in wq._last_step
@@ -268,12 +279,13 @@ def _log_truthful(wq: WaitingState, statuses: dict[int, RequestStatus] | None) -
 
 
 def _continue_consulted(wq: WaitingState, given: bool) -> bool:
-    """WL-STEP-10: should_continue was asked before every examination; False ended the step.
+    """`should_continue` was asked before every examination; False ended the step.
 
     Each iteration asks once, before it selects a queue: so the answers are one
     True per examined request, then possibly one more answer (False, or True
     when `max_running` or the empty queues ended the step).
     """
+    # WL-STEP-10
     answers, examined = wq._continue_answers, len(wq._last_step)
     if not given:
         return not answers
@@ -285,13 +297,15 @@ def _continue_consulted(wq: WaitingState, given: bool) -> bool:
 
 
 def _step_ran_nothing_after_no(wq: WaitingState, result: list[LifecycleRequest]) -> bool:
-    """WL-STEP-10: after a False answer nothing was examined (so nothing ran)."""
+    """After a False answer nothing was examined (so nothing ran)."""
+    # WL-STEP-10
     answers = wq._continue_answers
     return not answers or answers[-1] or len(wq._last_step) == len(answers) - 1
 
 
 def _sessions_after_step(wq: WaitingState, paused_before: frozenset[str]) -> bool:
-    """WL-STR-5: a paused session offered to try_promote stays paused unless promoted."""
+    """A paused session offered to try_promote stays paused unless promoted."""
+    # WL-STR-5
     for e in wq._last_step:
         rid = e.request.request_id
         if e.status_before is STREAMING and rid in paused_before:
@@ -301,5 +315,6 @@ def _sessions_after_step(wq: WaitingState, paused_before: frozenset[str]) -> boo
 
 
 def _slots_respected(wq: WaitingState, max_running: int | None, n_ran: int) -> bool:
-    """WL-STEP-1, WL-STR-4: no request ran once running + paused sessions held max_running."""
+    """No request ran once running + paused sessions held max_running."""
+    # WL-STEP-1, WL-STR-4
     return max_running is None or n_ran == 0 or len(wq.running) + len(wq._paused) <= max_running

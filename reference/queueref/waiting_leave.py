@@ -66,11 +66,12 @@ class Leaving(WaitingState):
         "WL-L33-4: a preempted request holds no KV blocks: it goes to waiting",
     )
     def preempt(self, request: LifecycleRequest) -> None:
-        """WL-PRE-1, WL-L33-4: vLLM's `_preempt_request`: running -> `waiting.prepend_request`.
+        """vLLM's `_preempt_request`: running -> `waiting.prepend_request`.
 
-        :raises ValueError: the request is not running (WL-PRE-2)
-        :raises RuntimeError: called from a step's callback (WL-STEP-9)
+        :raises ValueError: the request is not running
+        :raises RuntimeError: called from a step's callback
         """
+        # WL-STEP-9
         self._require_idle("preempt")
         self._require_running(request, "WL-PRE-2")
         self._take_running(request)
@@ -114,11 +115,12 @@ class Leaving(WaitingState):
     def finish(
         self, request: LifecycleRequest, status: RequestStatus = RequestStatus.FINISHED_STOPPED
     ) -> None:
-        """WL-FIN-1: take a running request out with a finished status.
+        """Take a running request out with a finished status.
 
-        :raises ValueError: the request is not running, or the status is not finished (WL-FIN-2)
-        :raises RuntimeError: called from a step's callback (WL-STEP-9)
+        :raises ValueError: the request is not running, or the status is not finished
+        :raises RuntimeError: called from a step's callback
         """
+        # WL-STEP-9
         self._require_idle("finish")
         if not _is_finished_status(status):
             raise ValueError(f"WL-FIN-2: {status!r} is not a FINISHED_* status")
@@ -142,7 +144,8 @@ class Leaving(WaitingState):
         return True  # an iterator: checked in the body, before anything changes
 
     def _abort_targets(self, request_ids: object) -> list[LifecycleRequest]:
-        """WL-ABT-1, WL-ABT-2: the known unfinished requests named, first mention first."""
+        """The known unfinished requests named, first mention first."""
+        # WL-ABT-1
         if request_ids is None:
             ids: list[str] = list(self._known)
         elif isinstance(request_ids, str):
@@ -209,14 +212,15 @@ class Leaving(WaitingState):
         "WL-ABT-1: the other requests keep their places and their order",
     )
     def abort(self, request_ids: str | Iterable[str] | None) -> list[LifecycleRequest]:
-        """WL-ABT-1: vLLM's `finish_requests(request_ids, FINISHED_ABORTED)`.
+        """vLLM's `finish_requests(request_ids, FINISHED_ABORTED)`.
 
         `request_ids` is one id, an iterable of ids, or None for every unfinished
-        request. Ids that are unknown or already finished are ignored (WL-ABT-2).
+        request. Ids that are unknown or already finished are ignored.
 
-        :raises TypeError: request_ids is not a str, an iterable of str or None (WL-ABT-2)
-        :raises RuntimeError: called from a step's callback (WL-STEP-9)
+        :raises TypeError: request_ids is not a str, an iterable of str or None
+        :raises RuntimeError: called from a step's callback
         """
+        # WL-STEP-9
         self._require_idle("abort")
         targets = self._abort_targets(request_ids)
         by_place: dict[str, list[LifecycleRequest]] = {

@@ -32,7 +32,9 @@ class LifecycleRequest(RequestLike, Protocol):
 
 
 class StepDecision(enum.Enum):
-    """WL-STEP-1: what `check(request)` says about the head examined by a step."""
+    """What `check(request)` says about the head examined by a step."""
+
+    # WL-STEP-1
 
     RUN = "run"  # the request is popped into `running`
     SKIP = "skip"  # cannot run this step for a reason of its own: skipped, like a blocked one

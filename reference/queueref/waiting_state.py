@@ -102,12 +102,13 @@ class WaitingState:
         raise AssertionError("WL-CONS-1: a request marked running is not in running")
 
     def _holds_kv(self, request: LifecycleRequest) -> bool:
-        """WL-L33-1: vLLM 0.33.0's `_holds_kv_blocks`, from the lifecycle.
+        """vLLM 0.33.0's `_holds_kv_blocks`, from the lifecycle.
 
         A request holds KV blocks from the moment it is WAITING_FOR_REMOTE_KVS
         (an async load allocated them) or runs, until it is preempted (vLLM
         frees them and resets `num_computed_tokens`) or finished.
         """
+        # WL-L33-1
         return request.request_id in self._kv_held or request.status is REMOTE_KVS
 
     def _note_status(self, request: LifecycleRequest) -> None:
@@ -127,11 +128,13 @@ class WaitingState:
 
     @staticmethod
     def _is_blocked(status: RequestStatus) -> bool:
-        """WL-ENQ-1: vLLM's `_is_blocked_waiting_status` (the three WAITING_FOR_*)."""
+        """vLLM's `_is_blocked_waiting_status` (the three WAITING_FOR_*)."""
+        # WL-ENQ-1
         return status in BLOCKED_STATUSES
 
     def _queue_for(self, request: LifecycleRequest) -> tuple[RequestQueue, str]:
-        """WL-ENQ-1, WL-L33-1: `_enqueue_waiting_request`'s choice of queue."""
+        """`_enqueue_waiting_request`'s choice of queue."""
+        # WL-ENQ-1, WL-L33-1
         if self.layout == LAYOUT_V030:
             if self._is_blocked(request.status):
                 return self.skipped_waiting, IN_SKIPPED
@@ -141,7 +144,8 @@ class WaitingState:
         return self.waiting, IN_WAITING
 
     def _enqueue_waiting(self, request: LifecycleRequest) -> None:
-        """WL-ENQ-1, WL-L33-1: add_request to the layout's queue (and deferred, if blocked)."""
+        """`add_request` to the layout's queue (and deferred, if blocked)."""
+        # WL-ENQ-1, WL-L33-1
         if request.status is REMOTE_KVS:
             self._kv_held.add(request.request_id)
         queue, place = self._queue_for(request)
@@ -151,7 +155,8 @@ class WaitingState:
             self.deferred_waiting.add(request.request_id)
 
     def _expected_place(self, request: LifecycleRequest) -> str:
-        """The place `enqueue` must choose (WL-ENQ-1, WL-L33-1), for the contracts."""
+        """The place `enqueue` must choose, for the contracts."""
+        # WL-ENQ-1, WL-L33-1
         if self.layout == LAYOUT_V030:
             return IN_SKIPPED if RequestStatus.is_blocked(request.status) else IN_WAITING
         holds = request.request_id in self._kv_held or request.status is REMOTE_KVS

@@ -65,7 +65,8 @@ class SchedulingStep(WaitingState):
     # -- selection
 
     def _select(self) -> RequestQueue | None:
-        """WL-SEL-1, WL-SEL-2, WL-L33-2: the queue whose head the step examines next."""
+        """The queue whose head the step examines next."""
+        # WL-SEL-1, WL-SEL-2, WL-L33-2
         if self.layout == LAYOUT_V033:
             return self.kv_holding_waiting or self.waiting or None
         if self.policy is SchedulingPolicy.FCFS:
@@ -116,7 +117,7 @@ class SchedulingStep(WaitingState):
         "WL-SEL-1: the selection is one of the two queues",
     )
     def select_waiting_queue(self) -> RequestQueue | None:
-        """WL-SEL-1, WL-SEL-2, WL-L33-2: the queue whose head a step examines next, or None."""
+        """The queue whose head a step examines next, or None."""
         return self._select()
 
     # -- a scheduling step
@@ -124,13 +125,15 @@ class SchedulingStep(WaitingState):
     def _skip(
         self, queue: RequestQueue, request: LifecycleRequest, step_skipped: RequestQueue
     ) -> None:
-        """WL-STEP-3: pop the head and `prepend_request` it onto the step's queue."""
+        """Pop the head and `prepend_request` it onto the step's queue."""
+        # WL-STEP-3
         queue.pop_request()
         step_skipped.prepend_request(request)
         self._where[request.request_id] = IN_SKIPPED
 
     def _park(self, step_skipped: RequestQueue) -> None:
-        """WL-STEP-4: `skipped_waiting.prepend_requests(step_skipped)` (reverses back)."""
+        """`skipped_waiting.prepend_requests(step_skipped)` (reverses back)."""
+        # WL-STEP-4
         if step_skipped:
             self.skipped_waiting.prepend_requests(step_skipped)
 
@@ -141,7 +144,8 @@ class SchedulingStep(WaitingState):
         skipped_waiting: RequestQueue,
         skipped_kv: RequestQueue,
     ) -> None:
-        """WL-L33-3: pop the head, defer it, gather it (front first) for its KV state's queue."""
+        """Pop the head, defer it, gather it (front first) for its KV state's queue."""
+        # WL-L33-3
         queue.pop_request()
         self.deferred_waiting.add(request.request_id)
         if self._holds_kv(request):
@@ -152,14 +156,16 @@ class SchedulingStep(WaitingState):
             self._where[request.request_id] = IN_WAITING
 
     def _park_v033(self, skipped_waiting: RequestQueue, skipped_kv: RequestQueue) -> None:
-        """WL-STEP-4, WL-L33-3: each queue `prepend_requests` the requests gathered for it."""
+        """Each queue `prepend_requests` the requests gathered for it."""
+        # WL-STEP-4, WL-L33-3
         if skipped_kv:
             self.kv_holding_waiting.prepend_requests(skipped_kv)
         if skipped_waiting:
             self.waiting.prepend_requests(skipped_waiting)
 
     def _run(self, queue: RequestQueue, request: LifecycleRequest) -> None:
-        """WL-STEP-1: pop the head into running with status RUNNING."""
+        """Pop the head into running with status RUNNING."""
+        # WL-STEP-1
         queue.pop_request()
         request.status = RequestStatus.RUNNING
         self.running.append(request)
@@ -171,7 +177,8 @@ class SchedulingStep(WaitingState):
     def _promote(
         self, try_promote: Callable[[LifecycleRequest], bool], request: LifecycleRequest
     ) -> bool:
-        """WL-STEP-2, WL-STEP-9: ask the callback, then check what it did to the status."""
+        """Ask the callback, then check what it did to the status."""
+        # WL-STEP-2
         before = request.status
         try:
             promoted = try_promote(request)
@@ -198,7 +205,8 @@ class SchedulingStep(WaitingState):
     def _check(
         self, check: Callable[[LifecycleRequest], StepDecision], request: LifecycleRequest
     ) -> StepDecision:
-        """WL-STEP-1, WL-STEP-9: ask the callback, then check what it did to the status."""
+        """Ask the callback, then check what it did to the status."""
+        # WL-STEP-1
         before = request.status
         try:
             decision = check(request)
@@ -219,7 +227,8 @@ class SchedulingStep(WaitingState):
         return decision
 
     def _may_continue(self, should_continue: Callable[[], bool] | None) -> bool:
-        """WL-STEP-10, WL-STEP-9: vLLM's `token_budget > 0`, asked of the callback."""
+        """vLLM's `token_budget > 0`, asked of the callback."""
+        # WL-STEP-10
         if should_continue is None:
             return True
         answer = should_continue()
@@ -229,7 +238,8 @@ class SchedulingStep(WaitingState):
         return answer
 
     def _slots_full(self, max_running: int | None) -> bool:
-        """WL-STEP-1, WL-STR-4: running and the paused sessions fill max_running."""
+        """Running and the paused sessions fill max_running."""
+        # WL-STEP-1, WL-STR-4
         return max_running is not None and len(self.running) + len(self._paused) >= max_running
 
     @icontract.require(
@@ -367,20 +377,19 @@ class SchedulingStep(WaitingState):
         max_running: int | None = None,
         should_continue: Callable[[], bool] | None = None,
     ) -> list[LifecycleRequest]:
-        """WL-STEP-1: the waiting loop of vLLM's `schedule()`; returns the requests that ran.
+        """The waiting loop of vLLM's `schedule()`; returns the requests that ran.
 
         While a queue is not empty: ask `should_continue()` (vLLM's
-        `token_budget > 0`, WL-STEP-10), stop when `running` and the paused
-        sessions hold `max_running` (WL-STR-4), select a queue (WL-SEL-1,
-        WL-SEL-2, WL-L33-2) and peek its head; a blocked head that
-        `try_promote` does not promote is skipped (WL-STEP-2); otherwise
-        `check(head)` decides RUN, SKIP (WL-STEP-3) or STOP. The skipped
-        requests are parked at the end (WL-STEP-4, WL-L33-3).
+        `token_budget > 0`), stop when `running` and the paused sessions hold
+        `max_running`, select a queue and peek its head; a blocked head that
+        `try_promote` does not promote is skipped; otherwise `check(head)`
+        decides RUN, SKIP or STOP. The skipped requests are parked at the end.
 
-        :raises TypeError: a callback answered with the wrong type (WL-STEP-9)
-        :raises ValueError: a callback broke the status rules (WL-STEP-9)
-        :raises RuntimeError: called from a step's callback (WL-STEP-9)
+        :raises TypeError: a callback answered with the wrong type
+        :raises ValueError: a callback broke the status rules
+        :raises RuntimeError: called from a step's callback
         """
+        # WL-SEL-1, WL-SEL-2, WL-STEP-9
         self._require_idle("schedule_step")
         if not callable(check) or not all(
             f is None or callable(f) for f in (try_promote, should_continue)

@@ -30,7 +30,8 @@ class StreamingSessions(WaitingState):
 
     @property
     def num_paused_sessions(self) -> int:
-        """WL-STR-4: the streaming sessions waiting for input (they hold a running slot)."""
+        """The streaming sessions waiting for input (they hold a running slot)."""
+        # WL-STR-4
         return len(self._paused)
 
     def _is_paused_session(self, request: object) -> bool:
@@ -80,12 +81,13 @@ class StreamingSessions(WaitingState):
         "WL-STR-1: the session is added with add_request; the other requests keep their places",
     )
     def await_stream(self, request: LifecycleRequest) -> None:
-        """WL-STR-1: a resumable request stopped with no update queued (vLLM's
+        """A resumable request stopped with no update queued (vLLM's
         `_handle_stopped_request`): it waits for the next input chunk.
 
-        :raises ValueError: the request is not running (WL-STR-3)
-        :raises RuntimeError: called from a step's callback (WL-STEP-9)
+        :raises ValueError: the request is not running
+        :raises RuntimeError: called from a step's callback
         """
+        # WL-STEP-9
         self._require_idle("await_stream")
         self._require_running(request, "WL-STR-3")
         self._take_running(request)
@@ -150,16 +152,17 @@ class StreamingSessions(WaitingState):
         "place; every other request keeps its place",
     )
     def continue_stream(self, request: LifecycleRequest) -> None:
-        """WL-STR-2: the session's next input chunk arrived (vLLM's
+        """The session's next input chunk arrived (vLLM's
         `_update_request_as_session`).
 
         A running request (it stopped with the update already queued) becomes
         WAITING and is enqueued by the layout's rule; a paused session becomes
         WAITING where it waits.
 
-        :raises ValueError: neither running nor a paused session (WL-STR-3)
-        :raises RuntimeError: called from a step's callback (WL-STEP-9)
+        :raises ValueError: neither running nor a paused session
+        :raises RuntimeError: called from a step's callback
         """
+        # WL-STEP-9
         self._require_idle("continue_stream")
         self._require_stream_target(request)
         if place_of(self, request) == IN_RUNNING:
