@@ -13,6 +13,17 @@ from typing import Any
 
 import icontract
 import pytest
+from waiting_variants import (
+    AbortMissesSkipped,
+    EnqueueIgnoresBlocked,
+    FinishLosesRequest,
+    ForgetsToPark,
+    ParksWithoutReversal,
+    PreemptsToBack,
+    PromotesWithoutAsking,
+    SkippedFirstPriority,
+    WaitingFirst,
+)
 
 import queueref.config
 from queueref import Request, RequestStatus, SchedulingPolicy, StepDecision, WaitingQueues
@@ -112,6 +123,38 @@ def test_exported_from_the_package() -> None:
     assert {"WaitingQueues", "StepDecision"} <= set(queueref.__all__)
     assert queueref.WaitingQueues is WaitingQueues and queueref.StepDecision is StepDecision
     assert [d.name for d in StepDecision] == ["RUN", "SKIP", "STOP"]
+
+
+def test_every_public_name_still_imports_from_waiting() -> None:
+    """WL-POL-1: waiting.py is built from one module per job and re-exports their names."""
+    import queueref.waiting as waiting
+
+    names = {
+        "ALLOWED_STATUSES",
+        "ALLOWED_STATUSES_V033",
+        "IN_FINISHED",
+        "IN_KV_HOLDING",
+        "IN_RUNNING",
+        "IN_SKIPPED",
+        "IN_WAITING",
+        "LAYOUTS",
+        "LifecycleRequest",
+        "StepDecision",
+        "StepEntry",
+        "WaitingQueues",
+    }
+    assert names <= set(waiting.__all__)
+    assert all(hasattr(waiting, name) for name in waiting.__all__)
+    assert waiting.LAYOUTS == ("vllm-0.30", "vllm-0.33") and waiting.IN_SKIPPED == "skipped_waiting"
+
+
+@pytest.mark.parametrize("module", ["queueref.waiting", "queueref.waiting_places"])
+def test_the_examples_in_the_lifecycle_docstrings_run(module: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
 
 
 def test_construction_rejects_unknown_policy() -> None:
@@ -767,87 +810,7 @@ def test_lifecycle_round_trip(policy: SchedulingPolicy) -> None:
 
 
 # ---------------------------------------------------------------------------
-# broken variants: the contracts have teeth
-
-
-class ForgetsToPark(WaitingQueues):
-    """Drops the step's skipped requests instead of prepending them back."""
-
-    def _park(self, step_skipped: Any) -> None:
-        pass
-
-
-class ParksWithoutReversal(WaitingQueues):
-    """Puts step_skipped in front in its own order: the second reversal is missing."""
-
-    def _park(self, step_skipped: Any) -> None:
-        for request in reversed(list(step_skipped)):
-            self.skipped_waiting.prepend_request(request)
-
-
-class WaitingFirst(WaitingQueues):
-    """FCFS that prefers waiting over skipped_waiting."""
-
-    def _select(self) -> Any:
-        return self.waiting or self.skipped_waiting or None
-
-
-class SkippedFirstPriority(WaitingQueues):
-    """PRIORITY that uses the FCFS rule: skipped_waiting whatever the heads."""
-
-    def _select(self) -> Any:
-        return self.skipped_waiting or self.waiting or None
-
-
-class PromotesWithoutAsking(WaitingQueues):
-    """Treats every blocked request as promoted, whatever try_promote says."""
-
-    def _promote(self, try_promote: Any, request: Any) -> bool:
-        try_promote(request)
-        request.status = RequestStatus.WAITING
-        return True
-
-
-class PreemptsToBack(WaitingQueues):
-    """Preemption with add_request: the preempted request loses its place."""
-
-    def preempt(self, request: Any) -> None:
-        self._take_running(request)
-        request.status = RequestStatus.PREEMPTED
-        self.waiting.add_request(request)
-        self._where[request.request_id] = IN_WAITING
-
-
-class FinishLosesRequest(WaitingQueues):
-    """Finishing takes the request out of running and forgets to keep it."""
-
-    def finish(self, request: Any, status: RequestStatus = RequestStatus.FINISHED_STOPPED) -> None:
-        self._take_running(request)
-        request.status = status
-
-
-class AbortMissesSkipped(WaitingQueues):
-    """Aborts requests in skipped_waiting without taking them out of the queue."""
-
-    def abort(self, request_ids: Any) -> list[Any]:
-        targets = self._abort_targets(request_ids)
-        for r in targets:
-            if self._where[r.request_id] == "waiting":
-                self.waiting.remove_request(r)
-            elif self._where[r.request_id] == IN_RUNNING:
-                self._take_running(r)
-            r.status = RequestStatus.FINISHED_ABORTED
-            self.finished[r.request_id] = r
-            self._where[r.request_id] = "finished"
-        return targets
-
-
-class EnqueueIgnoresBlocked(WaitingQueues):
-    """Puts every request in waiting."""
-
-    def enqueue(self, request: Any) -> None:
-        self.waiting.add_request(request)
-        self._place(request, IN_WAITING)
+# broken variants (tests/waiting_variants.py): the contracts have teeth
 
 
 def _skip_two_then_run(wq: WaitingQueues) -> Any:

@@ -15,6 +15,7 @@ import icontract
 import pytest
 from vllm_distill_030 import Scheduler030, World
 from vllm_distill_queues import DistilledRequest
+from waiting_variants import AsksTheGuardTwice, IgnoresTheGuard, NeverAsksTheGuard
 
 from queueref import Request, RequestStatus, SchedulingPolicy, StepDecision, WaitingQueues
 
@@ -186,29 +187,7 @@ def test_check_alone_cannot_emulate_the_guard() -> None:
 
 
 # ---------------------------------------------------------------------------
-# broken loops: the contracts catch a guard asked in the wrong place
-
-
-class IgnoresTheGuard(WaitingQueues):
-    """Asks should_continue but goes on after False."""
-
-    def _may_continue(self, should_continue: Any) -> bool:
-        super()._may_continue(should_continue)
-        return True
-
-
-class NeverAsksTheGuard(WaitingQueues):
-    """Forgets should_continue altogether (the loop before this change)."""
-
-    def _may_continue(self, should_continue: Any) -> bool:
-        return True
-
-
-class AsksTheGuardTwice(WaitingQueues):
-    """Asks the guard twice per iteration."""
-
-    def _may_continue(self, should_continue: Any) -> bool:
-        return super()._may_continue(should_continue) and super()._may_continue(should_continue)
+# broken loops (tests/waiting_variants.py): the contracts catch a guard asked in the wrong place
 
 
 @pytest.mark.parametrize("variant", [IgnoresTheGuard, NeverAsksTheGuard, AsksTheGuardTwice])

@@ -31,6 +31,7 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from waiting_variants import ForgetsToPark, ParksWithoutReversal, SkippedFirstPriority
 
 import queueref.config
 from queueref import Request, RequestStatus, SchedulingPolicy, StepDecision, WaitingQueues
@@ -435,29 +436,7 @@ TestPriorityMachine = PriorityMachine.TestCase
 
 
 # ---------------------------------------------------------------------------
-# The machine has teeth: it fails on broken variants.
-
-
-class ParksWithoutReversal(WaitingQueues):
-    """Puts step_skipped in front in its own order: the second reversal is missing."""
-
-    def _park(self, step_skipped: Any) -> None:
-        for request in reversed(list(step_skipped)):
-            self.skipped_waiting.prepend_request(request)
-
-
-class SkippedFirstPriority(WaitingQueues):
-    """PRIORITY that uses the FCFS rule: skipped_waiting whatever the heads."""
-
-    def _select(self) -> Any:
-        return self.skipped_waiting or self.waiting or None
-
-
-class ForgetsToPark(WaitingQueues):
-    """Drops the step's skipped requests."""
-
-    def _park(self, step_skipped: Any) -> None:
-        pass
+# The machine has teeth: it fails on broken variants (tests/waiting_variants.py).
 
 
 def _machine(factory: type[WaitingQueues], policy: SchedulingPolicy) -> type[RuleBasedStateMachine]:

@@ -13,6 +13,12 @@ from typing import Any
 
 import icontract
 import pytest
+from waiting_variants import (
+    ForgetsThePause,
+    PromotedSessionStaysPaused,
+    RequeuesPausedSession,
+    SlotsIgnorePausedSessions,
+)
 
 from queueref import Request, RequestStatus, StepDecision, WaitingQueues
 from queueref.waiting import IN_KV_HOLDING, IN_SKIPPED, IN_WAITING
@@ -179,44 +185,7 @@ def test_stream_operations_not_from_callbacks(layout: str) -> None:
 
 
 # ---------------------------------------------------------------------------
-# broken variants
-
-
-class ForgetsThePause(WaitingQueues):
-    """await_stream that does not record the paused session."""
-
-    def await_stream(self, request: Any) -> None:
-        self._take_running(request)
-        request.status = STREAM
-        self._enqueue_waiting(request)
-
-
-class RequeuesPausedSession(WaitingQueues):
-    """continue_stream that moves a paused session to the back of waiting."""
-
-    def continue_stream(self, request: Any) -> None:
-        if request in self.running:
-            return super().continue_stream(request)
-        self._aside.remove_request(request)
-        self._paused.discard(request.request_id)
-        request.status = RequestStatus.WAITING
-        self.waiting.add_request(request)
-        self._where[request.request_id] = IN_WAITING
-
-
-class SlotsIgnorePausedSessions(WaitingQueues):
-    """max_running that counts only running (vLLM before streaming sessions)."""
-
-    def _slots_full(self, max_running: int | None) -> bool:
-        return max_running is not None and len(self.running) >= max_running
-
-
-class PromotedSessionStaysPaused(WaitingQueues):
-    """Forgets that a promoted session is no longer paused."""
-
-    def _note_status(self, request: Any) -> None:
-        if request.status is RequestStatus.WAITING_FOR_REMOTE_KVS:
-            self._kv_held.add(request.request_id)
+# broken variants (tests/waiting_variants.py)
 
 
 def _pause(wq: WaitingQueues) -> Any:

@@ -26,11 +26,19 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from waiting_variants import (
+    EnqueueIgnoresKV,
+    ForgetsToDefer,
+    ParksReversed,
+    PreemptKeepsKV,
+    SkipsBackToWaiting,
+    WaitingBeforeKVHolding,
+)
 
 import queueref.config
 from queueref import Request, RequestStatus, SchedulingPolicy, StepDecision, WaitingQueues
 from queueref.request import request_key
-from queueref.waiting import IN_KV_HOLDING, IN_WAITING
+from queueref.waiting import IN_KV_HOLDING
 
 RUN, SKIP, STOP = StepDecision.RUN, StepDecision.SKIP, StepDecision.STOP
 GRAMMAR = RequestStatus.WAITING_FOR_STRUCTURED_OUTPUT_GRAMMAR
@@ -123,57 +131,7 @@ def test_preempt_goes_to_waiting_and_frees_kv() -> None:
 
 
 # ---------------------------------------------------------------------------
-# broken variants caught by the contracts
-
-
-class WaitingFirst(WaitingQueues):
-    """Takes waiting before kv_holding_waiting."""
-
-    def _select(self) -> Any:
-        return self.waiting or self._aside or None
-
-
-class SkipsBackToWaiting(WaitingQueues):
-    """Puts every skipped request back in waiting, whatever its KV state."""
-
-    def _skip_v033(self, queue: Any, request: Any, skipped_waiting: Any, skipped_kv: Any) -> None:
-        queue.pop_request()
-        self.deferred_waiting.add(request.request_id)
-        skipped_waiting.prepend_request(request)
-        self._where[request.request_id] = IN_WAITING
-
-
-class ForgetsToDefer(WaitingQueues):
-    """Skips without adding to deferred_waiting."""
-
-    def _skip_v033(self, queue: Any, request: Any, skipped_waiting: Any, skipped_kv: Any) -> None:
-        super()._skip_v033(queue, request, skipped_waiting, skipped_kv)
-        self.deferred_waiting.discard(request.request_id)
-
-
-class EnqueueIgnoresKV(WaitingQueues):
-    """Enqueues everything into waiting."""
-
-    def _queue_for(self, request: Any) -> Any:
-        return self.waiting, IN_WAITING
-
-
-class ParksReversed(WaitingQueues):
-    """Puts the skipped requests back in the reverse of their examination order."""
-
-    def _park_v033(self, skipped_waiting: Any, skipped_kv: Any) -> None:
-        for request in reversed(list(skipped_kv)):
-            self.kv_holding_waiting.prepend_request(request)
-        for request in reversed(list(skipped_waiting)):
-            self.waiting.prepend_request(request)
-
-
-class PreemptKeepsKV(WaitingQueues):
-    """Forgets that preemption frees the KV blocks."""
-
-    def preempt(self, request: Any) -> None:
-        super().preempt(request)
-        self._kv_held.add(request.request_id)
+# broken variants (tests/waiting_variants.py) caught by the contracts
 
 
 def _kv_then_ready(wq: WaitingQueues) -> Any:
@@ -210,7 +168,7 @@ def _preempt(wq: WaitingQueues) -> Any:
 @pytest.mark.parametrize(
     ("variant", "scenario", "rule"),
     [
-        (WaitingFirst, _kv_then_ready, "WL-L33-2"),
+        (WaitingBeforeKVHolding, _kv_then_ready, "WL-L33-2"),
         (SkipsBackToWaiting, _async_load, "WL-L33-3"),
         (ForgetsToDefer, _skip_one, "WL-L33-3"),
         (EnqueueIgnoresKV, _enqueue_kv, "WL-L33-1|WL-ENQ-1"),  # add_request to the wrong queue
@@ -522,7 +480,7 @@ _HUNT = settings(
     ("variant", "policy"),
     [
         (ParksReversed, SchedulingPolicy.FCFS),
-        (WaitingFirst, SchedulingPolicy.PRIORITY),
+        (WaitingBeforeKVHolding, SchedulingPolicy.PRIORITY),
     ],
 )
 def test_v033_machine_has_teeth(variant: type[WaitingQueues], policy: SchedulingPolicy) -> None:

@@ -13,9 +13,11 @@ heap and no cleverness, so that it can be checked by reading it.
   `add_request` and `prepend_request` insert after every smaller key, and
   `prepend_requests(q)` adds each request of `q`.
 * Errors, all raised before anything changes: a pop or peek of an empty queue
-  raises `IndexError`; an object without the request fields raises
-  `TypeError`; a request already queued, a request whose id is taken, a queue
-  prepended to itself and a removal of an absent request raise `ValueError`.
+  raises `IndexError`; an object a queue cannot use raises what the reference
+  queues raise, through the same `queueref.request.check_request_shape`
+  (`TypeError` naming the field, `ValueError` for a NaN arrival time); a
+  request already queued, a request whose id is taken, a queue prepended to
+  itself and a removal of an absent request raise `ValueError`.
   `remove_requests` ignores absent requests and repeats.
 
 Models `vllm/v1/core/sched/request_queue.py` (vLLM 0.30.0 and 0.33.0) as the
@@ -29,19 +31,12 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from queueref.queues import SchedulingPolicy
-from queueref.request import REQUEST_FIELDS, RequestKey
+from queueref.request import RequestKey, RequestLike, check_request_shape
 
 
-def model_key(request: Any) -> RequestKey:
+def model_key(request: RequestLike) -> RequestKey:
     """RQ-REQ-1: the ordering key, read from the three fields."""
     return (request.priority, request.arrival_time, request.request_id)
-
-
-def _require_shape(request: object) -> None:
-    """RQ-REQ-3: a request has the three fields, else `TypeError` naming the missing one."""
-    for field in REQUEST_FIELDS:
-        if not hasattr(request, field):
-            raise TypeError(f"{type(request).__name__} object has no {field!r} attribute")
 
 
 class ListQueueModel:
@@ -57,14 +52,14 @@ class ListQueueModel:
     ['y', 'x', 'a', 'b']
     """
 
-    def __init__(self, policy: SchedulingPolicy | str, items: Iterable[Any] = ()) -> None:
+    def __init__(self, policy: SchedulingPolicy | str, items: Iterable[RequestLike] = ()) -> None:
         """`items` (front first) is taken as the queue's contents, trusted to be in order."""
         self.policy = SchedulingPolicy(policy)
-        self.items: list[Any] = list(items)
+        self.items: list[RequestLike] = list(items)
 
     # -- checks, made before any change -------------------------------------
 
-    def _position(self, request: Any) -> int | None:
+    def _position(self, request: object) -> int | None:
         """RQ-REQ-2: where this very object is queued (identity, not equality), or None."""
         for index, queued in enumerate(self.items):
             if queued is request:
@@ -73,7 +68,7 @@ class ListQueueModel:
 
     def _require_new(self, request: Any, also: Iterable[Any] = ()) -> None:
         """RQ-ALL-2, RQ-ALL-3: `request` is not queued and its id is free."""
-        _require_shape(request)
+        check_request_shape(request)
         for queued in [*self.items, *also]:
             if queued is request:
                 raise ValueError(f"{request!r} is already queued")
@@ -82,7 +77,7 @@ class ListQueueModel:
 
     # -- insertion -----------------------------------------------------------
 
-    def _insert_sorted(self, request: Any) -> None:
+    def _insert_sorted(self, request: RequestLike) -> None:
         """RQ-PRI-1: insert before the first request with a larger key."""
         key = model_key(request)
         index = 0
@@ -121,13 +116,13 @@ class ListQueueModel:
 
     # -- removal -------------------------------------------------------------
 
-    def pop_request(self) -> Any:
+    def pop_request(self) -> RequestLike:
         """RQ-ALL-4: remove and return index 0; empty -> IndexError."""
         if not self.items:
             raise IndexError("pop from an empty queue")
         return self.items.pop(0)
 
-    def peek_request(self) -> Any:
+    def peek_request(self) -> RequestLike:
         """RQ-ALL-5: index 0, left in place; empty -> IndexError."""
         if not self.items:
             raise IndexError("peek from an empty queue")
@@ -135,7 +130,7 @@ class ListQueueModel:
 
     def remove_request(self, request: Any) -> None:
         """RQ-ALL-6: remove this very object; absent -> ValueError."""
-        _require_shape(request)
+        check_request_shape(request)
         index = self._position(request)
         if index is None:
             raise ValueError(f"{request!r} is not queued")
@@ -145,7 +140,7 @@ class ListQueueModel:
         """RQ-ALL-7: keep every request that is not (by identity) among `requests`."""
         named = list(requests)
         for request in named:
-            _require_shape(request)
+            check_request_shape(request)
         self.items = [r for r in self.items if all(r is not x for x in named)]
 
     # -- observation ---------------------------------------------------------
@@ -157,7 +152,7 @@ class ListQueueModel:
         """RQ-ALL-10."""
         return len(self.items) > 0
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[RequestLike]:
         """RQ-ALL-9, RQ-FCFS-5, RQ-PRI-5: index 0 onwards, over a copy."""
         return iter(list(self.items))
 

@@ -19,30 +19,35 @@ Two layouts (specs/waiting-lifecycle.md):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TypeVar
 
 from queueref.models.queue_model import ListQueueModel
 from queueref.queues import SchedulingPolicy
+from queueref.request import RequestLike
 
 LAYOUT_V030 = "vllm-0.30"
 LAYOUT_V033 = "vllm-0.33"
 
+_R = TypeVar("_R", bound=RequestLike)
+
 #: (waiting, aside, running) in order; `aside` is skipped_waiting or kv_holding_waiting.
-Contents = tuple[list[Any], list[Any], list[Any]]
+Contents = tuple[list[RequestLike], list[RequestLike], list[RequestLike]]
 
 
-def same(a: Sequence[Any], b: Sequence[Any]) -> bool:
+def same(a: Sequence[object], b: Sequence[object]) -> bool:
     """Equal as sequences of objects (identity, not ==)."""
     return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
-def without(requests: Iterable[Any], gone: Iterable[Any]) -> list[Any]:
+def without(requests: Iterable[_R], gone: Iterable[object]) -> list[_R]:
     """`requests` minus `gone`, by identity, in order."""
     ids = {id(r) for r in gone}
     return [r for r in requests if id(r) not in ids]
 
 
-def added(policy: SchedulingPolicy, queue: Sequence[Any], requests: Iterable[Any]) -> list[Any]:
+def added(
+    policy: SchedulingPolicy, queue: Sequence[RequestLike], requests: Iterable[RequestLike]
+) -> list[RequestLike]:
     """`add_request` of each of `requests`, in turn (RQ-FCFS-1, RQ-PRI-1)."""
     model = ListQueueModel(policy, queue)
     for request in requests:
@@ -50,14 +55,18 @@ def added(policy: SchedulingPolicy, queue: Sequence[Any], requests: Iterable[Any
     return model.items
 
 
-def prepended(policy: SchedulingPolicy, queue: Sequence[Any], request: Any) -> list[Any]:
+def prepended(
+    policy: SchedulingPolicy, queue: Sequence[RequestLike], request: RequestLike
+) -> list[RequestLike]:
     """`prepend_request` (RQ-FCFS-3: at the front; RQ-PRI-3: in key order)."""
     model = ListQueueModel(policy, queue)
     model.prepend_request(request)
     return model.items
 
 
-def _parked(policy: SchedulingPolicy, queue: Sequence[Any], skipped: Sequence[Any]) -> list[Any]:
+def _parked(
+    policy: SchedulingPolicy, queue: Sequence[RequestLike], skipped: Sequence[RequestLike]
+) -> list[RequestLike]:
     """Gather `skipped` (in examination order) front first, then `prepend_requests` them."""
     step = ListQueueModel(SchedulingPolicy.FCFS)
     for request in skipped:
@@ -71,9 +80,9 @@ def expected_step(
     policy: SchedulingPolicy,
     layout: str,
     before: Contents,
-    ran: Sequence[Any],
-    skipped: Sequence[Any],
-    holds_kv: Callable[[Any], bool],
+    ran: Sequence[_R],
+    skipped: Sequence[_R],
+    holds_kv: Callable[[_R], bool],
 ) -> Contents:
     """WL-STEP-1, WL-L33-3: the queues after a step, given what it ran and skipped.
 
@@ -101,7 +110,7 @@ def expected_step(
     )
 
 
-def examination_order(policy: SchedulingPolicy, layout: str, before: Contents) -> list[Any]:
+def examination_order(policy: SchedulingPolicy, layout: str, before: Contents) -> list[RequestLike]:
     """WL-STEP-6, WL-STEP-8, WL-L33-2: the order in which a step examines the waiting requests.
 
     vllm-0.30 FCFS: every skipped request before any waiting one; vllm-0.30
@@ -114,7 +123,7 @@ def examination_order(policy: SchedulingPolicy, layout: str, before: Contents) -
     return [*aside, *waiting]
 
 
-def fcfs_keeps_order(before: Contents, after: Contents, ran: Sequence[Any]) -> bool:
+def fcfs_keeps_order(before: Contents, after: Contents, ran: Sequence[RequestLike]) -> bool:
     """WL-STEP-5 (vllm-0.30, FCFS): `skipped_waiting + waiting` only loses the requests that ran.
 
     The step's skipped requests move from the front of `waiting` (or stay at
