@@ -14,8 +14,9 @@ enforces. Deliberate divergences from vLLM (0.30.0 and 0.33.0 alike):
 * The priority heap orders entries by the key `(priority, arrival_time,
   request_id)` rather than by calling the request's `<`; vLLM's `Request.__lt__`
   (0.30.0, 0.33.0) compares the same key and then `id()`, so the two agree.
-* Iterating an FCFS queue iterates a copy (as the priority queue does in
-  vLLM), so the caller may change the queue while iterating.
+* Iterating an FCFS queue behaves as iterating a copy (as the priority queue
+  does in vLLM), so the caller may change the queue while iterating; the copy
+  is made only by a change while an iterator is alive (`_unshare`).
 * Bad input never corrupts a queue: an object that is not a request, a
   duplicate, an absent request to remove, or a pop from an empty queue raise
   before anything changes.
@@ -135,7 +136,11 @@ def _count_present(queue: RequestQueue, requests: list[Any]) -> int | None:
     ids = _queued_ids(queue)
     if ids is None:
         return None
-    return len({id(r) for r in requests if is_request_shaped(r) and ids.get(r.request_id) is r})
+    try:  # the common case in C-level passes: look each id up, keep the queued objects
+        hits = list(map(operator.is_, map(ids.get, map(_ids_of, requests)), requests))
+    except (AttributeError, TypeError):  # a member with no request_id, or an unhashable one
+        return len({id(r) for r in requests if is_request_shaped(r) and ids.get(r.request_id) is r})
+    return len(set(map(id, itertools.compress(requests, hits))))
 
 
 #: A postcondition clause: "ID: what holds", and a test of (queue, argument, before).
@@ -240,14 +245,17 @@ def _add_refusal(queue: RequestQueue, request: Any, method: str) -> Exception:
     raise AssertionError("_add_refusal called on an addable request")  # pragma: no cover
 
 
-def _may_add(queue: RequestQueue, request: Any) -> bool:
-    # The common case in one pass: a request-shaped object with a free id.
+def _may_add(self: RequestQueue, request: Any) -> bool:
+    """The precondition of add and prepend, in one pass: a request-shaped object with a
+    free id. Named `self` so icontract calls it directly, without a lambda around it."""
     try:
         request_id = request.request_id
         request.priority, request.arrival_time  # noqa: B018
     except AttributeError:
         return False
-    ids = _queued_ids(queue)
+    if self._indexed:  # our own queues: the index, without a call
+        return request_id not in cast(_IndexedQueue, self)._index
+    ids = _queued_ids(self)
     return ids is None or request_id not in ids
 
 
@@ -258,7 +266,13 @@ def _prepend_refusal(queue: RequestQueue, requests: RequestQueue) -> ValueError 
             f"{_where(queue, 'prepend_requests')}RQ-ALL-8: a queue cannot be prepended to itself"
         )
     ids = _queued_ids(queue)
-    if ids is not None and not ids.keys().isdisjoint(
+    if ids is None:
+        return None
+    try:  # the common case in one C-level pass; a clash is looked at again below
+        disjoint = ids.keys().isdisjoint(map(_ids_of, requests))
+    except (AttributeError, TypeError):  # a member with no request_id, or an unhashable one
+        disjoint = False
+    if not disjoint and not ids.keys().isdisjoint(
         r.request_id for r in requests if is_request_shaped(r)
     ):
         return ValueError(
@@ -304,7 +318,7 @@ class RequestQueue(icontract.DBC):
 
     @abc.abstractmethod
     @icontract.require(
-        lambda self, request: _may_add(self, request),
+        _may_add,
         "RQ-REQ-3, RQ-ALL-2, RQ-ALL-3: a request-shaped object, not queued, with a free id",
         error=lambda self, request: _add_refusal(self, request, "add_request"),
     )
@@ -345,7 +359,7 @@ class RequestQueue(icontract.DBC):
 
     @abc.abstractmethod
     @icontract.require(
-        lambda self, request: _may_add(self, request),
+        _may_add,
         "RQ-REQ-3, RQ-ALL-2, RQ-ALL-3: a request-shaped object, not queued, with a free id",
         error=lambda self, request: _add_refusal(self, request, "prepend_request"),
     )
@@ -928,7 +942,7 @@ _PRIORITY_POST: dict[str, tuple[Clause, ...]] = {
     "prepend_requests": (
         (
             "RQ-PRI-4: every request of the other queue is now queued here",
-            lambda q, rs, old: all(r in q for r in old.incoming),
+            lambda q, rs, old: all(map(q.__contains__, old.incoming)),
         ),
         _deep(
             "RQ-PRI-4: all of them in key order",
