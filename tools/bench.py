@@ -43,7 +43,7 @@ import time
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
@@ -303,40 +303,59 @@ def _bench_bare(policy: str, requests: list[Any], middle: Any) -> dict[str, floa
     return out
 
 
-def bench_admission(variant: str) -> dict[str, float]:
-    """µs per `check_admission(1)` over N shared slots, every check admitting."""
+#: The token-limit variants of `check_admission` each variant measures: "" is the request
+#: limit alone; queueref's two token scopes (ADM-TOK-6); vLLM 0.30.0's own token rule.
+TOKEN_CASES = {
+    "queueref": ("", "shared", "local"),
+    "vllm": ("", "limit"),
+    "bare": ("",),
+}
+
+
+def bench_admission(variant: str) -> dict[tuple[int, str], float]:
+    """µs per `check_admission(1)` over N shared slots, every check admitting: the request
+    limit alone, and with a token limit as well (never reached either)."""
     import multiprocessing
 
     cap = 1 << 40  # never reached: every check admits, nothing is written
-    out: dict[str, float] = {}
+    out: dict[tuple[int, str], float] = {}
     step = 8  # vLLM 0.30.0 and queueref: 8 counters per slot (one cache line)
     for servers in SERVER_COUNTS:
         counters = multiprocessing.get_context("spawn").RawArray("q", servers * step)
         for index in range(servers):
             counters[index * step] = 1
-        check: Callable[[], object]
-        if variant.startswith("queueref"):
-            from queueref import AdmissionController, RequestTracker, SharedAdmissionStats
+            counters[index * step + 1] = 1  # queued prompt tokens (queueref's counter 1)
+        for tokens in TOKEN_CASES[variant.split("-")[0]]:
+            check: Callable[[], object]
+            if variant.startswith("queueref"):
+                from queueref import AdmissionController, RequestTracker, SharedAdmissionStats
 
-            stats = SharedAdmissionStats(counters, servers, 0)
-            controller = AdmissionController(cap, tracker=RequestTracker(stats), shared_stats=stats)
-            check = functools.partial(controller.check_admission, 1)
-        elif variant == "vllm":
-            vllm = _Vllm()
-            engine = _StandInEngine(
-                vllm.admission.SharedAdmissionStats(
-                    {"mp_admission_counters": counters}, servers, 0
-                ),
-                cap,
-            )
-            method = vllm.check_admission.check_admission
-            check = functools.partial(method, engine, 1)
-        else:
-            view = memoryview(counters).cast("B").cast("q")[::step]  # precomputed, strided
+                stats = SharedAdmissionStats(counters, servers, 0)
+                controller = AdmissionController(
+                    cap,
+                    max_num_queued_tokens=cap if tokens else None,
+                    tracker=RequestTracker(stats),
+                    shared_stats=stats,
+                    token_scope=cast(Any, tokens) if tokens else None,
+                )
+                check = functools.partial(controller.check_admission, 1, 1)
+            elif variant == "vllm":
+                vllm = _Vllm()
+                engine = _StandInEngine(
+                    vllm.admission.SharedAdmissionStats(
+                        {"mp_admission_counters": counters}, servers, 0
+                    ),
+                    cap,
+                    cap if tokens else None,
+                )
+                method = vllm.check_admission.check_admission
+                check = functools.partial(method, engine, 1)
+            else:
+                view = memoryview(counters).cast("B").cast("q")[::step]  # precomputed, strided
 
-            check = functools.partial(_floor_check, view, cap)
+                check = functools.partial(_floor_check, view, cap)
 
-        out[f"N={servers}"] = per_call_us(check)
+            out[servers, tokens] = per_call_us(check)
     return out
 
 
@@ -344,16 +363,18 @@ class _StandInEngine:
     """What vLLM 0.30.0's `check_admission` reads of its AsyncLLM: the scheduler config
     (`max_num_queued_reqs`, `max_num_queued_tokens`) and the admission stats."""
 
-    def __init__(self, stats: Any, cap: int) -> None:
+    def __init__(self, stats: Any, cap: int, token_cap: int | None = None) -> None:
         self.admission_stats = stats
         self.scheduler_config = type(
-            "SchedulerConfig", (), {"max_num_queued_reqs": cap, "max_num_queued_tokens": None}
+            "SchedulerConfig", (), {"max_num_queued_reqs": cap, "max_num_queued_tokens": token_cap}
         )()
 
     def get_num_unfinished_requests(self) -> int:  # not reached: the stats are shared
         return 0
 
-    def get_num_queued_tokens(self) -> int:  # not reached: no token limit
+    def get_num_queued_tokens(self) -> int:
+        # vLLM 0.30.0 sums the prompt lengths of this process's requests in prefill
+        # (OutputProcessor.get_num_queued_tokens); the stand-in has none, so its sum is 0.
         return 0
 
 
@@ -369,8 +390,8 @@ def child(variant: str) -> None:
                         {"bench": "queue", "queue": policy, "request": kind, "size": size}
                         | {"op": op, "us": us}
                     )
-    for what, us in bench_admission(variant).items():
-        cells.append({"bench": "admission", "servers": int(what[2:]), "us": us})
+    for (servers, tokens), us in bench_admission(variant).items():
+        cells.append({"bench": "admission", "servers": servers, "tokens": tokens, "us": us})
     print(json.dumps(cells))
 
 
@@ -390,7 +411,7 @@ def run_variant(variant: str) -> list[dict[str, Any]]:
 def _key(cell: dict[str, Any]) -> tuple[Any, ...]:
     if cell["bench"] == "queue":
         return ("queue", cell["queue"], cell["request"], cell["size"], cell["op"])
-    return ("admission", cell["servers"])
+    return ("admission", cell["servers"], cell["tokens"])
 
 
 def spread(values: list[float]) -> dict[str, float]:
@@ -458,6 +479,9 @@ def report(table: dict[tuple[Any, ...], dict[str, list[float]]]) -> tuple[str, l
                 + " | ".join(cells)
                 + f" | {_fmt_ratio(row['off_over_vllm'])} | {_fmt_ratio(row['on_over_vllm'])} |"
             )
+        elif key[2]:
+            rows.append(row)
+            continue  # the token rows: their own table, below
         else:
             row["vllm_over_floor"] = _ratio(values, "vllm", "bare")
             admission_lines.append(
@@ -472,8 +496,46 @@ def report(table: dict[tuple[Any, ...], dict[str, list[float]]]) -> tuple[str, l
         + queue_lines
         + ["", "### check_admission(1) over N shared slots, every check admitting", ""]
         + admission_lines
+        + ["", "### The same with a token limit as well (never reached)", ""]
+        + _token_lines(table, rows)
     )
     return text, rows
+
+
+def _token_lines(
+    table: dict[tuple[Any, ...], dict[str, list[float]]], rows: list[dict[str, Any]]
+) -> list[str]:
+    """queueref's shared and local token scopes, contracts off and on, beside vLLM 0.30.0's
+    token rule (its own process's queued tokens); ratios within each round."""
+    lines = [
+        "| N | shared off | shared on | local off | local on | vLLM 0.30.0 "
+        "| shared off / vLLM | shared on / vLLM | local off / vLLM | local on / vLLM |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for servers in SERVER_COUNTS:
+        vllm = table.get(("admission", servers, "limit"), {}).get("vllm")
+        cells, ratios = [], []
+        for scope in ("shared", "local"):
+            values = table.get(("admission", servers, scope), {})
+            for variant in ("queueref-off", "queueref-on"):
+                mine = values.get(variant)
+                cells.append(_fmt_us(statistics.median(mine)) if mine else "")
+                if mine and vllm:
+                    ratio = spread([x / y for x, y in zip(mine, vllm, strict=True)])
+                    rows.append(
+                        {"key": ["admission-tokens", servers, scope, variant], "over_vllm": ratio}
+                    )
+                    ratios.append(_fmt_ratio(ratio))
+                else:
+                    ratios.append("")
+        lines.append(
+            f"| {servers} | "
+            + " | ".join(cells)
+            + f" | {_fmt_us(statistics.median(vllm)) if vllm else ''} | "
+            + " | ".join(ratios)
+            + " |"
+        )
+    return lines
 
 
 def bench_explorer() -> tuple[str, list[dict[str, Any]]]:

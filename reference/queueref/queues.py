@@ -14,8 +14,9 @@ enforces. Deliberate divergences from vLLM (0.30.0 and 0.33.0 alike):
 * The priority heap orders entries by the key `(priority, arrival_time,
   request_id)` rather than by calling the request's `<`; vLLM's `Request.__lt__`
   (0.30.0, 0.33.0) compares the same key and then `id()`, so the two agree.
-* Iterating an FCFS queue iterates a copy (as the priority queue does in
-  vLLM), so the caller may change the queue while iterating.
+* Iterating an FCFS queue behaves as iterating a copy (as the priority queue
+  does in vLLM), so the caller may change the queue while iterating; the copy
+  is made only by a change while an iterator is alive (`_unshare`).
 * Bad input never corrupts a queue: an object that is not a request, a
   duplicate, an absent request to remove, or a pop from an empty queue raise
   before anything changes.
@@ -38,8 +39,8 @@ import abc
 import enum
 import heapq
 import itertools
-import math
 import operator
+import sys
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from operator import attrgetter
@@ -49,7 +50,7 @@ import icontract
 
 from queueref import config
 from queueref.config import deep_checks
-from queueref.request import REQUEST_FIELDS, RequestLike, check_request_shape, request_key
+from queueref.request import RequestLike, check_request_shape, is_request_shaped, request_key
 
 
 class SchedulingPolicy(enum.Enum):
@@ -63,10 +64,6 @@ class SchedulingPolicy(enum.Enum):
 # Helpers the contracts use. On a foreign subclass they only use the public
 # interface of a queue, because the contracts on the ABC bind other people's
 # subclasses too; on our own queues they may read the id index and the front.
-
-
-def _is_request_shaped(request: object) -> bool:
-    return all(hasattr(request, field) for field in REQUEST_FIELDS)
 
 
 def _queued_ids(queue: RequestQueue) -> Mapping[str, RequestLike] | None:
@@ -138,7 +135,11 @@ def _count_present(queue: RequestQueue, requests: list[Any]) -> int | None:
     ids = _queued_ids(queue)
     if ids is None:
         return None
-    return len({id(r) for r in requests if _is_request_shaped(r) and ids.get(r.request_id) is r})
+    try:  # the common case in C-level passes: look each id up, keep the queued objects
+        hits = list(map(operator.is_, map(ids.get, map(_ids_of, requests)), requests))
+    except (AttributeError, TypeError):  # a member with no request_id, or an unhashable one
+        return len({id(r) for r in requests if is_request_shaped(r) and ids.get(r.request_id) is r})
+    return len(set(map(id, itertools.compress(requests, hits))))
 
 
 #: A postcondition clause: "ID: what holds", and a test of (queue, argument, before).
@@ -223,7 +224,7 @@ _ABC_POST: dict[str, tuple[Clause, ...]] = {
 
 def _add_refusal(queue: RequestQueue, request: Any, method: str) -> Exception:
     """RQ-REQ-3, RQ-ALL-2, RQ-ALL-3: why `request` may not be added, or None."""
-    if not _is_request_shaped(request):
+    if not is_request_shaped(request):
         return TypeError(
             f"{_where(queue, method)}RQ-REQ-3: the request has request_id, priority and "
             f"arrival_time: {type(request).__name__} object lacks one"
@@ -243,14 +244,17 @@ def _add_refusal(queue: RequestQueue, request: Any, method: str) -> Exception:
     raise AssertionError("_add_refusal called on an addable request")  # pragma: no cover
 
 
-def _may_add(queue: RequestQueue, request: Any) -> bool:
-    # The common case in one pass: a request-shaped object with a free id.
+def _may_add(self: RequestQueue, request: Any) -> bool:
+    """The precondition of add and prepend, in one pass: a request-shaped object with a
+    free id. Named `self` so icontract calls it directly, without a lambda around it."""
     try:
         request_id = request.request_id
         request.priority, request.arrival_time  # noqa: B018
     except AttributeError:
         return False
-    ids = _queued_ids(queue)
+    if self._indexed:  # our own queues: the index, without a call
+        return request_id not in cast(_IndexedQueue, self)._index
+    ids = _queued_ids(self)
     return ids is None or request_id not in ids
 
 
@@ -261,8 +265,14 @@ def _prepend_refusal(queue: RequestQueue, requests: RequestQueue) -> ValueError 
             f"{_where(queue, 'prepend_requests')}RQ-ALL-8: a queue cannot be prepended to itself"
         )
     ids = _queued_ids(queue)
-    if ids is not None and not ids.keys().isdisjoint(
-        r.request_id for r in requests if _is_request_shaped(r)
+    if ids is None:
+        return None
+    try:  # the common case in one C-level pass; a clash is looked at again below
+        disjoint = ids.keys().isdisjoint(map(_ids_of, requests))
+    except (AttributeError, TypeError):  # a member with no request_id, or an unhashable one
+        disjoint = False
+    if not disjoint and not ids.keys().isdisjoint(
+        r.request_id for r in requests if is_request_shaped(r)
     ):
         return ValueError(
             f"{_where(queue, 'prepend_requests')}RQ-ALL-8: no request of the other queue is "
@@ -307,7 +317,7 @@ class RequestQueue(icontract.DBC):
 
     @abc.abstractmethod
     @icontract.require(
-        lambda self, request: _may_add(self, request),
+        _may_add,
         "RQ-REQ-3, RQ-ALL-2, RQ-ALL-3: a request-shaped object, not queued, with a free id",
         error=lambda self, request: _add_refusal(self, request, "add_request"),
     )
@@ -348,7 +358,7 @@ class RequestQueue(icontract.DBC):
 
     @abc.abstractmethod
     @icontract.require(
-        lambda self, request: _may_add(self, request),
+        _may_add,
         "RQ-REQ-3, RQ-ALL-2, RQ-ALL-3: a request-shaped object, not queued, with a free id",
         error=lambda self, request: _add_refusal(self, request, "prepend_request"),
     )
@@ -424,32 +434,33 @@ class RequestQueue(icontract.DBC):
 
 
 _ids_of = attrgetter("request_id")
-_priorities_of = attrgetter("priority")
-_arrivals_of = attrgetter("arrival_time")
 
 
 def _checked_ids(requests: list[Any]) -> list[str]:
     """RQ-REQ-3 for a batch: the request ids, after checking every request's shape.
 
-    The common case (exactly vLLM's field types) is checked in C-level passes;
-    anything else goes request by request through `check_request_shape`, which
-    raises naming the first field a queue cannot use.
+    The common case (exactly vLLM's field types) inline, one plain loop: CPython 3.11
+    specialises these attribute reads and `type(x) is T` tests, which makes the loop
+    several times faster than `map(attrgetter(...))` passes. Anything else goes through
+    `check_request_shape`, which raises naming the first field a queue cannot use.
     """
-    try:
-        ids = list(map(_ids_of, requests))
-        arrivals = list(map(_arrivals_of, requests))
-        fast = (
-            set(map(type, ids)) <= {str}
-            and set(map(type, map(_priorities_of, requests))) <= {int}
-            and set(map(type, arrivals)) <= {float}
-            and not any(map(math.isnan, arrivals))
-        )
-    except AttributeError:
-        fast = False
-    if not fast:
-        for request in requests:
+    ids: list[str] = []
+    for request in requests:
+        try:
+            request_id = request.request_id
+            arrival_time = request.arrival_time
+            fast = (
+                type(request_id) is str
+                and type(request.priority) is int
+                and type(arrival_time) is float
+                and arrival_time == arrival_time  # not NaN
+            )
+        except AttributeError:
+            fast = False
+        if not fast:
             check_request_shape(request)
-        ids = list(map(_ids_of, requests))
+            request_id = request.request_id
+        ids.append(request_id)
     return ids
 
 
@@ -470,6 +481,10 @@ class _IndexedQueue(RequestQueue):
     def _front_two(self) -> tuple[RequestLike | None, RequestLike | None]:
         """The front and, where it is O(1) to know, the request after it (else None)."""
         return self._front(), None
+
+    @abc.abstractmethod
+    def _in_order(self) -> list[RequestLike]:
+        """The queued requests in pop order, as a new list (no contracts)."""
 
     def _require_new(self, request: RequestLike) -> None:
         # RQ-REQ-3, RQ-ALL-2, RQ-ALL-3: reject before anything changes, so a
@@ -511,17 +526,34 @@ class _IndexedQueue(RequestQueue):
 
     def _present(self, requests: Iterable[RequestLike]) -> list[RequestLike]:
         # RQ-ALL-7: the distinct queued requests among `requests`, all checked first.
-        # C-level passes: look each id up, keep the requests that are the queued object
-        # itself, and drop repeats (dict keys hash identities, RQ-REQ-2).
-        wanted = list(requests)
-        queued = map(self._index.get, _checked_ids(wanted))
-        return list(dict.fromkeys(itertools.compress(wanted, map(operator.is_, queued, wanted))))
+        # Look each id up, keep the requests that are the queued object itself, and drop
+        # repeats (dict keys hash identities, RQ-REQ-2). A queued request had its shape
+        # checked when it came in, so only the others are checked here.
+        index = self._index
+        present: dict[RequestLike, None] = {}
+        for request in requests:  # a plain loop: see `_checked_ids`
+            try:
+                queued = index.get(request.request_id) is request
+            except (AttributeError, TypeError):  # no request_id, or an unhashable one
+                queued = False
+            if queued:
+                present[request] = None
+            else:
+                check_request_shape(request)
+        return list(present)
 
-    def _incoming(self, requests: RequestQueue) -> tuple[list[RequestLike], list[str]]:
-        # RQ-ALL-8: validate the whole batch before moving any of it.
+    def _incoming(
+        self, requests: RequestQueue, ordered: bool = True
+    ) -> tuple[list[RequestLike], Mapping[str, RequestLike]]:
+        """RQ-ALL-8: the requests of `requests` (in its order when `ordered`), and id ->
+        request for them, the whole batch validated before any of it moves."""
         if requests is self:
             raise ValueError("RQ-ALL-8: a queue cannot be prepended to itself")
-        incoming = list(requests)
+        if requests._indexed:  # one of ours: its requests without a call to __iter__
+            other = cast(_IndexedQueue, requests)
+            incoming = other._in_order() if ordered else list(other._index.values())
+        else:
+            incoming = list(requests)
         ids = _checked_ids(incoming)
         if len(set(ids)) != len(ids) or not self._index.keys().isdisjoint(ids):
             seen: set[str] = set()
@@ -532,7 +564,7 @@ class _IndexedQueue(RequestQueue):
                         f"RQ-ALL-3: two requests of the other queue have request_id {request_id!r}"
                     )
                 seen.add(request_id)
-        return incoming, ids
+        return incoming, dict(zip(ids, incoming, strict=True))
 
     def __contains__(self, request: object) -> bool:
         """Whether this very request is queued (O(1))."""
@@ -680,13 +712,20 @@ class FCFSRequestQueue(_IndexedQueue):
     def __init__(self, requests: Iterable[RequestLike] = ()) -> None:
         self._items: deque[RequestLike] = deque()
         self._index = {}
-        for request in requests:
-            self._append(request)
+        # RQ-FCFS-5: set by __iter__, whose iterator reads the deque itself; the next change
+        # copies the deque first if that iterator is still alive (copy on write).
+        self._iterated = False
+        for request in requests:  # the checks of add_request, without its contracts
+            request_id = self._fast_new_id(request)
+            self._items.append(request)
+            self._index[request_id] = request
 
-    def _append(self, request: RequestLike) -> None:
-        request_id = self._fast_new_id(request)
-        self._items.append(request)
-        self._index[request_id] = request
+    def _unshare(self) -> None:
+        """Before a change after `__iter__`: copy the deque if an iterator still reads it, so
+        that iterator goes on over the queue as it was (as if `__iter__` had copied it)."""
+        self._iterated = False
+        if sys.getrefcount(self._items) > 2:  # more than our attribute and this argument
+            self._items = self._items.copy()
 
     def _front(self) -> RequestLike | None:
         return self._items[0] if self._items else None
@@ -696,15 +735,41 @@ class FCFSRequestQueue(_IndexedQueue):
         size = len(items)
         return (items[0] if size else None), (items[1] if size > 1 else None)
 
+    def _in_order(self) -> list[RequestLike]:
+        return list(self._items)
+
+    # add_request and prepend_request inline the common case of `_require_new` (exactly
+    # vLLM's field types, a free id): at this size a call costs as much as the check.
+
     def add_request(self, request: RequestLike) -> None:
         """RQ-FCFS-1: append at the back."""
-        self._append(request)
+        try:
+            request_id = request.request_id
+            arrival_time = request.arrival_time
+            fast = (
+                type(request_id) is str
+                and type(request.priority) is int
+                and type(arrival_time) is float
+                and arrival_time == arrival_time  # not NaN
+                and request_id not in self._index
+            )
+        except AttributeError:
+            fast = False
+        if not fast:
+            self._require_new(request)
+            request_id = request.request_id
+        if self._iterated:
+            self._unshare()
+        self._items.append(request)
+        self._index[request_id] = request
 
     def pop_request(self) -> Any:
         """RQ-FCFS-2: remove and return the front.
 
         :raises IndexError: the queue is empty (RQ-ALL-4)
         """
+        if self._iterated:
+            self._unshare()
         try:
             request = self._items.popleft()
         except IndexError:
@@ -717,13 +782,30 @@ class FCFSRequestQueue(_IndexedQueue):
 
         :raises IndexError: the queue is empty (RQ-ALL-5)
         """
-        if not self._items:
-            raise IndexError("RQ-ALL-5: peek from an empty queue")
-        return self._items[0]
+        try:
+            return self._items[0]
+        except IndexError:
+            raise IndexError("RQ-ALL-5: peek from an empty queue") from None
 
     def prepend_request(self, request: RequestLike) -> None:
         """RQ-FCFS-3: insert at the front (a preempted request resumes first)."""
-        request_id = self._fast_new_id(request)
+        try:
+            request_id = request.request_id
+            arrival_time = request.arrival_time
+            fast = (
+                type(request_id) is str
+                and type(request.priority) is int
+                and type(arrival_time) is float
+                and arrival_time == arrival_time  # not NaN
+                and request_id not in self._index
+            )
+        except AttributeError:
+            fast = False
+        if not fast:
+            self._require_new(request)
+            request_id = request.request_id
+        if self._iterated:
+            self._unshare()
         self._items.appendleft(request)
         self._index[request_id] = request
 
@@ -736,9 +818,11 @@ class FCFSRequestQueue(_IndexedQueue):
         (which reverses them once), then moved with `prepend_requests` (which
         reverses them back).
         """
-        incoming, ids = self._incoming(requests)
+        incoming, by_id = self._incoming(requests)
+        if self._iterated:
+            self._unshare()
         self._items.extendleft(incoming)
-        self._index.update(zip(ids, incoming, strict=True))
+        self._index.update(by_id)
 
     def remove_request(self, request: RequestLike) -> None:
         """RQ-ALL-6: remove one queued request (O(1) to find out it is absent).
@@ -746,6 +830,8 @@ class FCFSRequestQueue(_IndexedQueue):
         :raises ValueError: the request is not in the queue (RQ-ALL-6)
         """
         self._require_present(request)
+        if self._iterated:
+            self._unshare()
         # deque.remove compares with ==, which is identity for requests; ids are unique.
         self._items.remove(request)
         del self._index[request.request_id]
@@ -755,18 +841,26 @@ class FCFSRequestQueue(_IndexedQueue):
         present = self._present(requests)
         if not present:
             return
-        for request_id in map(_ids_of, present):
-            del self._index[request_id]
+        # Both in C-level passes: the ids out of the index, and one pass over the deque
+        # that hashes identities (RQ-REQ-2), as vLLM does. A new deque, so an iterator
+        # over the old one is left as it was.
+        index = self._index
+        for request in present:
+            del index[request.request_id]
         if len(present) == 1:
+            if self._iterated:
+                self._unshare()
             self._items.remove(present[0])
         else:
-            # One C-level pass that hashes identities (RQ-REQ-2), as vLLM does.
-            gone = set(present)
-            self._items = deque(itertools.filterfalse(gone.__contains__, self._items))
+            self._iterated = False
+            self._items = deque(itertools.filterfalse(set(present).__contains__, self._items))
 
     def __iter__(self) -> Iterator[Any]:
-        """RQ-FCFS-5, RQ-ALL-9: front to back, over a copy (the queue may change meanwhile)."""
-        return iter(list(self._items))
+        """RQ-FCFS-5, RQ-ALL-9: front to back, over the queue as it is now: a change made
+        while iterating copies the deque first (`_unshare`), so the caller may change the
+        queue meanwhile."""
+        self._iterated = True
+        return iter(self._items)
 
 
 # ---------------------------------------------------------------------------
@@ -853,7 +947,7 @@ _PRIORITY_POST: dict[str, tuple[Clause, ...]] = {
     "prepend_requests": (
         (
             "RQ-PRI-4: every request of the other queue is now queued here",
-            lambda q, rs, old: all(r in q for r in old.incoming),
+            lambda q, rs, old: all(map(q.__contains__, old.incoming)),
         ),
         _deep(
             "RQ-PRI-4: all of them in key order",
@@ -951,13 +1045,15 @@ class PriorityRequestQueue(_IndexedQueue):
 
         :raises IndexError: the queue is empty (RQ-ALL-5)
         """
-        heap = self._heap
-        while heap:  # `_front`, inlined: peek is the scheduler's most frequent call
-            request = heap[0][2]
-            if request is not _REMOVED:
-                return request
-            heapq.heappop(heap)
-        raise IndexError("RQ-ALL-5: peek from an empty queue")
+        try:  # the common case inlined: peek is the scheduler's most frequent call
+            request = self._heap[0][2]
+        except IndexError:
+            raise IndexError("RQ-ALL-5: peek from an empty queue") from None
+        if request is _REMOVED:  # a tombstone on top: drop them
+            request = self._front()
+            if request is None:
+                raise IndexError("RQ-ALL-5: peek from an empty queue")
+        return request
 
     def prepend_request(self, request: RequestLike) -> None:
         """RQ-PRI-3: a heap has no front, so prepending is adding."""
@@ -965,8 +1061,8 @@ class PriorityRequestQueue(_IndexedQueue):
 
     def prepend_requests(self, requests: RequestQueue) -> None:
         """RQ-PRI-4: add each request of `requests`; their order there does not matter."""
-        incoming, ids = self._incoming(requests)
-        for request, request_id in zip(incoming, ids, strict=True):
+        _unordered, by_id = self._incoming(requests, ordered=False)
+        for request_id, request in by_id.items():
             self._push(request, request_id)
 
     def remove_request(self, request: RequestLike) -> None:
@@ -984,10 +1080,13 @@ class PriorityRequestQueue(_IndexedQueue):
             self._forget(request)
         self._compact()
 
+    def _in_order(self) -> list[RequestLike]:
+        live = sorted(e for e in self._heap if e[2] is not _REMOVED)
+        return [e[2] for e in live]
+
     def __iter__(self) -> Iterator[Any]:
         """RQ-PRI-5: ascending key, over a copy; the heap is left as it is."""
-        live = sorted(e for e in self._heap if e[2] is not _REMOVED)
-        return iter([e[2] for e in live])
+        return iter(self._in_order())
 
 
 # ---------------------------------------------------------------------------
