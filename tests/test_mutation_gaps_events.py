@@ -1,0 +1,75 @@
+"""Contract teeth for queueref.events, found by `make mutation`: each postcondition of the
+event module is shown catching a broken variant (a patched helper the contract guards),
+so a mutant that removes or weakens the contract is killed, for the reason it claims."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+from typing import Any
+
+import icontract
+import pytest
+
+from queueref import events
+from queueref.events import AdmissionEvent, max_admitted_in_flight, max_in_flight
+
+
+def _json_writing(change: dict[str, Any], *, newline: bool = False) -> SimpleNamespace:
+    """A stand-in for the `json` module of `queueref.events` whose `dumps` writes a wrong
+    record (`change` merged in) or breaks the line; `loads` is the real one."""
+
+    def dumps(record: dict[str, Any], **options: Any) -> str:
+        text = json.dumps({**record, **change}, **options)
+        return text.replace(",", ",\n", 1) if newline else text
+
+    return SimpleNamespace(dumps=dumps, loads=json.loads)
+
+
+EVENT = AdmissionEvent(1.0, 0, "admit", "a", 2, view=1)
+
+
+def test_to_json_refuses_a_record_that_breaks_the_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ADM-EV-2: a `to_json` that writes two lines (the round trip still holds: JSON
+    reads the newline as a space) is caught by "one event is one line"."""
+    monkeypatch.setattr(events, "json", _json_writing({}, newline=True))
+    with pytest.raises(icontract.ViolationError, match="ADM-EV-2: one event is one line"):
+        EVENT.to_json()
+
+
+def test_to_json_refuses_a_record_that_does_not_read_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ADM-EV-2: a `to_json` that writes another n (still one valid line) is caught by the
+    round-trip postcondition."""
+    monkeypatch.setattr(events, "json", _json_writing({"n": 3}))
+    with pytest.raises(icontract.ViolationError, match=r"ADM-EV-2: from_json\(to_json\(e\)\)"):
+        EVENT.to_json()
+
+
+@pytest.mark.parametrize(
+    ("wrong", "message"),
+    [
+        (-1, "ADM-EV-4: the maximum is never negative"),
+        (3, "ADM-EV-4: the maximum never exceeds everything admitted"),
+    ],
+)
+def test_max_in_flight_refuses_a_sweep_out_of_range(
+    monkeypatch: pytest.MonkeyPatch, wrong: int, message: str
+) -> None:
+    """ADM-EV-4: a sweep that goes negative, or above the 2 admitted, is caught by the
+    postconditions of `max_in_flight`; the true sweep gives 2."""
+    assert max_in_flight([EVENT]) == 2
+    monkeypatch.setattr(events, "sweep", lambda points: wrong)
+    with pytest.raises(icontract.ViolationError, match=message):
+        max_in_flight([EVENT])
+
+
+def test_max_admitted_in_flight_refuses_a_negative_sweep(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ADM-EV-5: a sweep that goes negative is caught by "the maximum is never negative"."""
+    assert max_admitted_in_flight([EVENT]) == 2
+    monkeypatch.setattr(events, "sweep", lambda points: -1)
+    with pytest.raises(icontract.ViolationError, match="ADM-EV-5: the maximum is never negative"):
+        max_admitted_in_flight([EVENT])
