@@ -47,6 +47,16 @@ def test_to_json_refuses_a_record_that_does_not_read_back(
         EVENT.to_json()
 
 
+#: Two admitted, and beside them a rejection, a finish and an abort of more: only the
+#: admits count (a kind compared by order, `>=` or `<=` "admit", would count others).
+MIXED = [
+    EVENT,
+    AdmissionEvent(1.5, 1, "reject", "b", 3, view=2),
+    AdmissionEvent(2.0, 0, "finish", "a", 2, t_before=1.9),
+    AdmissionEvent(2.5, 1, "abort", "c", 2, t_before=2.4),
+]
+
+
 @pytest.mark.parametrize(
     ("wrong", "message"),
     [
@@ -57,12 +67,13 @@ def test_to_json_refuses_a_record_that_does_not_read_back(
 def test_max_in_flight_refuses_a_sweep_out_of_range(
     monkeypatch: pytest.MonkeyPatch, wrong: int, message: str
 ) -> None:
-    """ADM-EV-4: a sweep that goes negative, or above the 2 admitted, is caught by the
-    postconditions of `max_in_flight`; the true sweep gives 2."""
-    assert max_in_flight([EVENT]) == 2
+    """ADM-EV-4: a sweep that goes negative, or above the 2 admitted (though below the
+    n of the admits plus any other kind's), is caught by the postconditions of `max_in_flight`;
+    the true sweep gives 2."""
+    assert max_in_flight(MIXED) == 2
     monkeypatch.setattr(events, "sweep", lambda points: wrong)
     with pytest.raises(icontract.ViolationError, match=message):
-        max_in_flight([EVENT])
+        max_in_flight(MIXED)
 
 
 def test_max_admitted_in_flight_refuses_a_negative_sweep(
@@ -73,3 +84,23 @@ def test_max_admitted_in_flight_refuses_a_negative_sweep(
     monkeypatch.setattr(events, "sweep", lambda points: -1)
     with pytest.raises(icontract.ViolationError, match="ADM-EV-5: the maximum is never negative"):
         max_admitted_in_flight([EVENT])
+
+
+def test_an_event_is_one_request_unless_told() -> None:
+    """ADM-EV-1: `n` defaults to 1 (one request); `view`, `t_before`, `tokens` and
+    `token_view` to None."""
+    event = AdmissionEvent(1.0, 0, "finish", "a")
+    assert event.n == 1
+    assert (event.view, event.t_before, event.tokens, event.token_view) == (None,) * 4
+
+
+def test_a_departure_takes_away_exactly_its_n_before_the_maximum() -> None:
+    """ADM-EV-4: a finish gives back n, not more: admit a, finish a, then admit b and c
+    reaches 2 (levels 1, 0, 1, 2; a departure of n + 1 would leave the maximum at 1)."""
+    events = [
+        AdmissionEvent(0.0, 0, "admit", "a", 1, view=0),
+        AdmissionEvent(1.0, 0, "finish", "a", 1, t_before=0.9),
+        AdmissionEvent(2.0, 1, "admit", "b", 1, view=0),
+        AdmissionEvent(3.0, 1, "admit", "c", 1, view=1),
+    ]
+    assert max_in_flight(events) == 2
