@@ -4,6 +4,7 @@ so a mutant that removes or weakens the contract is killed, for the reason it cl
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from types import SimpleNamespace
 from typing import Any
@@ -104,3 +105,30 @@ def test_a_departure_takes_away_exactly_its_n_before_the_maximum() -> None:
         AdmissionEvent(3.0, 1, "admit", "c", 1, view=1),
     ]
     assert max_in_flight(events) == 2
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"event": "finish", "tokens": 3}, "tokens must be None for a finish event, got 3"),
+        ({"tokens": -1}, "tokens must be an int >= 0 or None, got -1"),
+    ],
+)
+def test_a_bad_tokens_field_is_named_for_what_is_wrong(
+    fields: dict[str, Any], message: str
+) -> None:
+    """ADM-EV-1, ADM-EV-6: tokens on a departure are refused as such, a negative count on a
+    decision as a bad count (kills the swapped messages)."""
+    base: dict[str, Any] = {"t": 1.0, "server": 0, "event": "admit", "request_id": "a", "n": 1}
+    with pytest.raises(ValueError) as caught:
+        AdmissionEvent(**{**base, **fields})
+    assert str(caught.value) == f"ADM-EV-1: {message}"
+
+
+def test_an_event_is_immutable_and_hashable() -> None:
+    """ADM-EV-1: an event is a frozen record: a checked event cannot be changed after its
+    schema check, and equal events hash alike (a trace can be a set)."""
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        EVENT.n = 5  # type: ignore[misc]
+    assert EVENT.n == 2
+    assert len({EVENT, AdmissionEvent(1.0, 0, "admit", "a", 2, view=1)}) == 1
