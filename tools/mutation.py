@@ -259,9 +259,17 @@ def run_module(
     env = dict(os.environ, PYTHONPATH=str(work / "reference"), HYPOTHESIS_PROFILE="ci")
     env.pop("CI", None)
     began = time.perf_counter()
-    coverage_map = measure_coverage(name, target, work, env)
-    tests = json.loads(coverage_map.read_text())["tests"]
-    total_seconds = sum(t["seconds"] for t in tests.values())
+    if whole:  # no line map needed: the tests must pass unmutated, untraced
+        baseline = subprocess.run(
+            _command(target, work), cwd=work, env=env, capture_output=True, text=True
+        )
+        if baseline.returncode != 0:
+            raise SystemExit(f"{name}: the tests fail unmutated:\n{baseline.stdout[-2000:]}")
+        total_seconds = time.perf_counter() - began
+    else:
+        coverage_map = measure_coverage(name, target, work, env)
+        tests = json.loads(coverage_map.read_text())["tests"]
+        total_seconds = sum(t["seconds"] for t in tests.values())
     slug = _slug(name)
     pristine = work / "pristine" / f"{slug}.py"
     pristine.parent.mkdir(exist_ok=True)
