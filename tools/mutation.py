@@ -17,11 +17,13 @@ on a statement no test executes survives without running anything (`uncovered`).
 
     python tools/mutation.py [--sample 60] [--seed 1] [--modules events,tracker]
     python tools/mutation.py --modules events --only-survivors  # after new tests
+    python tools/mutation.py --modules events --only-survivors --tests tests/test_new.py
 
 `--sample N` runs a seeded random sample of N mutants per module instead of all of them;
 `--only-survivors` runs again only the last run's survivors (keyed by operator and
-occurrence) and updates that run. Writes `build/mutation.json` (per module: mutants,
-killed, survived, uncovered, timed out, incompetent, equivalent, score; every mutant's
+occurrence) and updates that run, against the module's tests or only the new ones
+(`--tests`: a mutant some tests kill is killed; one they miss stays a survivor).
+Writes `build/mutation.json` (per module: mutants, killed, survived, uncovered, timed out, incompetent, equivalent, score; every mutant's
 verdict and every survivor's diff), records the summary in `tests/mutation-score.json`
 and the table of README.md ("Mutation score"); progress goes to
 `build/mutation-progress.log`, one line per mutant.
@@ -497,6 +499,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run each mutant against the module's whole test list, not its covering tests",
     )
+    parser.add_argument(
+        "--tests",
+        default="",
+        help="with --only-survivors: comma-separated test files to run them against instead",
+    )
     parser.add_argument("--work", type=Path, default=WORK, help="the copy to mutate in")
     args = parser.parse_args(argv)
     if args.rescore:
@@ -525,8 +532,11 @@ def main(argv: list[str] | None = None) -> int:
             if last is None or "outcomes" not in last:
                 raise SystemExit(f"{name}: no recorded run to take the survivors from")
             only = {_key(s["operator"], s["occurrence"]) for s in last["survivors"]}
+            # A mutant some of the tests kill is killed by all of them: `--tests` may
+            # narrow a re-run to the new tests; the rest stay survivors of the full list.
+            narrowed = Target(target.path, tuple(args.tests.split(","))) if args.tests else target
             again, _ = run_module(
-                name, target, args.work, None, args.seed, whole=args.whole, only=only
+                name, narrowed, args.work, None, args.seed, whole=args.whole, only=only
             )
             redone = {_key(o.operator, o.occurrence): o for o in again}
             outcomes = [
