@@ -23,10 +23,10 @@ on a statement no test executes survives without running anything (`uncovered`).
 `--only-survivors` runs again only the last run's survivors (keyed by operator and
 occurrence) and updates that run, against the module's tests or only the new ones
 (`--tests`: a mutant some tests kill is killed; one they miss stays a survivor).
-Writes `build/mutation.json` (per module: mutants, killed, survived, uncovered, timed out, incompetent, equivalent, score; every mutant's
-verdict and every survivor's diff), records the summary in `tests/mutation-score.json`
-and the table of README.md ("Mutation score"); progress goes to
-`build/mutation-progress.log`, one line per mutant.
+Writes `build/mutation.json` (per module: mutants, killed, survived, uncovered, timed
+out, incompetent, equivalent, score; every mutant's verdict and every survivor's diff),
+records the summary in `tests/mutation-score.json` and the table of README.md
+("Mutation score"); progress goes to `build/mutation-progress.log`, one line per mutant.
 
 A survivor listed in `tests/mutation-survivors.md` with verdict `equivalent` (it cannot
 change behaviour) is counted as equivalent, not as survived; the score is
