@@ -59,7 +59,8 @@ def test_the_decision_rules_at_their_boundaries() -> None:
     """ADM-CTL-3, ADM-CTL-9: admit iff view + n <= cap; write-then-check keeps iff view <= cap;
     locked and local decide as check-then-write."""
     assert admits_check_then_write(2, 2, 4) and not admits_check_then_write(3, 2, 4)
-    assert keeps_reservation(4, 4) and not keeps_reservation(5, 4)
+    assert admits_check_then_write(1, 2, 4)  # room to spare: not only an exact fit
+    assert keeps_reservation(4, 4) and not keeps_reservation(5, 4) and keeps_reservation(3, 4)
     assert admits(WTC, 4, 2, 4) and not admits(WTC, 5, 2, 4)
     for protocol in (CTW, Protocol.LOCKED, Protocol.LOCAL):
         assert admits(protocol, 2, 2, 4) and not admits(protocol, 3, 2, 4)
@@ -74,14 +75,16 @@ def test_reads_add_up_in_index_order() -> None:
     assert (check.next_slot, check.view) == (0, 0)
     assert check.read(3) == Check(2, 1, 3) and check.read(3).read(4) == Check(2, 2, 7)
     assert Check(2).done(0) and not Check(2, 1).done(2) and Check(2, 2).done(2)
+    assert Check(2, 3).done(2)  # past the last slot is done too
 
 
 def test_the_token_rules_at_their_boundaries() -> None:
     """ADM-TOK-3: `ge` rejects iff queued >= limit (the new tokens not counted); `fits`
     iff queued + t > limit; a rule given by its name decides the same."""
-    assert admits_tokens(TokenRule.GE, 99, 500, 100) and not admits_tokens(
-        TokenRule.GE, 100, 1, 100
-    )
+    assert admits_tokens(TokenRule.GE, 99, 500, 100)
+    assert not admits_tokens(TokenRule.GE, 100, 1, 100)
+    assert not admits_tokens(TokenRule.GE, 101, 1, 100)  # over the limit, not only at it
+    assert admits_tokens(TokenRule.FITS, 80, 10, 100)  # room to spare
     assert admits_tokens(TokenRule.FITS, 90, 10, 100)
     assert not admits_tokens(TokenRule.FITS, 91, 10, 100)
     assert admits_tokens("ge", 99, 500, 100)  # type: ignore[arg-type]
