@@ -8,6 +8,8 @@ Every expected value here is worked out by hand from specs/admission.md, not by 
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from queueref.models.protocol import (
@@ -121,3 +123,13 @@ def test_parse_protocol_reads_names_and_aliases_and_names_the_choices() -> None:
     assert str(caught.value).endswith("expected one of locked")
     with pytest.raises(ValueError, match="unknown admission protocol 3"):
         parse_protocol(3)
+
+
+def test_a_check_in_progress_is_an_immutable_value() -> None:
+    """OB-MODEL-1: a read gives a new `Check` and leaves the old one as it was, so a model
+    can keep (and hash) every state it explored."""
+    check = Check(2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        check.view = 5  # type: ignore[misc]
+    assert check.read(3).view == 3 and check.view == 0
+    assert len({Check(2, 1, 3), Check(2).read(3)}) == 1
