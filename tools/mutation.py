@@ -538,7 +538,13 @@ def main(argv: list[str] | None = None) -> int:
             again, _ = run_module(
                 name, narrowed, args.work, None, args.seed, whole=args.whole, only=only
             )
-            redone = {_key(o.operator, o.occurrence): o for o in again}
+            # Narrowed to some tests, only a kill is news: a miss (or a line those tests do
+            # not run) leaves the verdict of the module's whole list.
+            redone = {
+                _key(o.operator, o.occurrence): o
+                for o in again
+                if not args.tests or o.verdict in ("killed", "timed-out")
+            }
             outcomes = [
                 redone.get(_key(o.operator, o.occurrence), o) for o in stored_outcomes(last)
             ]
