@@ -232,7 +232,9 @@ def measure_coverage(name: str, target: Target, work: Path, env: dict[str, str])
     command[3:3] = ["-p", "mutation_coverage"]
     baseline = subprocess.run(command, cwd=work, env=traced, capture_output=True, text=True)
     if baseline.returncode != 0 or not out.exists():
-        raise SystemExit(f"{name}: the tests fail unmutated:\n{baseline.stdout[-2000:]}")
+        raise SystemExit(
+            f"{name}: the tests fail unmutated:\n{baseline.stdout[-2000:]}{baseline.stderr[-2000:]}"
+        )
     return out
 
 
@@ -266,7 +268,9 @@ def run_module(
             _command(target, work), cwd=work, env=env, capture_output=True, text=True
         )
         if baseline.returncode != 0:
-            raise SystemExit(f"{name}: the tests fail unmutated:\n{baseline.stdout[-2000:]}")
+            raise SystemExit(
+                f"{name}: the tests fail unmutated:\n{baseline.stdout[-2000:]}{baseline.stderr[-2000:]}"
+            )
         total_seconds = time.perf_counter() - began
     else:
         coverage_map = measure_coverage(name, target, work, env)
@@ -506,6 +510,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--work", type=Path, default=WORK, help="the copy to mutate in")
     args = parser.parse_args(argv)
+    args.work = args.work.resolve()  # the tests run inside it: paths must not be relative
     if args.rescore:
         last = rescore(json.loads(OUTPUT.read_text()))
         OUTPUT.write_text(json.dumps(last, indent=1) + "\n")
