@@ -218,6 +218,10 @@ def _slug(name: str) -> str:
     return name.replace("/", "_").replace(".py", "")
 
 
+def _unmutated_failure(name: str, run: subprocess.CompletedProcess[str]) -> str:
+    return f"{name}: the tests fail unmutated:\n{run.stdout[-2000:]}{run.stderr[-2000:]}"
+
+
 def measure_coverage(name: str, target: Target, work: Path, env: dict[str, str]) -> Path:
     """Run the module's tests once, unmutated, with `tools/mutation_coverage.py`: they must
     pass, and the map of the lines each test executes is written beside the session."""
@@ -232,9 +236,7 @@ def measure_coverage(name: str, target: Target, work: Path, env: dict[str, str])
     command[3:3] = ["-p", "mutation_coverage"]
     baseline = subprocess.run(command, cwd=work, env=traced, capture_output=True, text=True)
     if baseline.returncode != 0 or not out.exists():
-        raise SystemExit(
-            f"{name}: the tests fail unmutated:\n{baseline.stdout[-2000:]}{baseline.stderr[-2000:]}"
-        )
+        raise SystemExit(_unmutated_failure(name, baseline))
     return out
 
 
@@ -268,9 +270,7 @@ def run_module(
             _command(target, work), cwd=work, env=env, capture_output=True, text=True
         )
         if baseline.returncode != 0:
-            raise SystemExit(
-                f"{name}: the tests fail unmutated:\n{baseline.stdout[-2000:]}{baseline.stderr[-2000:]}"
-            )
+            raise SystemExit(_unmutated_failure(name, baseline))
         total_seconds = time.perf_counter() - began
     else:
         coverage_map = measure_coverage(name, target, work, env)
