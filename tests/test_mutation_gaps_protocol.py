@@ -82,7 +82,8 @@ def test_reads_add_up_in_index_order() -> None:
 
 def test_the_token_rules_at_their_boundaries() -> None:
     """ADM-TOK-3: `ge` rejects iff queued >= limit (the new tokens not counted); `fits`
-    iff queued + t > limit; a rule given by its name decides the same."""
+    iff queued + t > limit; a rule given by its name decides the same; an unknown name is
+    refused, not read as either rule."""
     assert admits_tokens(TokenRule.GE, 99, 500, 100)
     assert not admits_tokens(TokenRule.GE, 100, 1, 100)
     assert not admits_tokens(TokenRule.GE, 101, 1, 100)  # over the limit, not only at it
@@ -91,6 +92,8 @@ def test_the_token_rules_at_their_boundaries() -> None:
     assert not admits_tokens(TokenRule.FITS, 91, 10, 100)
     assert admits_tokens("ge", 99, 500, 100)  # type: ignore[arg-type]
     assert not admits_tokens("fits", 99, 500, 100)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="'zz' is not a valid TokenRule"):
+        admits_tokens("zz", 0, 1, 100)  # type: ignore[arg-type]
 
 
 def test_spellings_are_the_names_then_the_old_aliases() -> None:

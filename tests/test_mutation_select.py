@@ -171,3 +171,24 @@ def test_the_coverage_plugin_maps_each_test_to_the_lines_it_executes(tmp_path: P
     assert found["tests"]["test_toy.py::test_fits"]["lines"] == [5]
     assert found["tests"]["test_toy.py::test_double"]["lines"] == [9]
     assert all(t["seconds"] >= 0 for t in found["tests"].values())
+
+
+def test_an_equivalent_survivor_named_by_occurrence_leaves_its_neighbour_a_survivor() -> None:
+    """tools/mutation.py: a survivors-file row `operator#occurrence` marks that one mutant
+    equivalent; another mutant of the same operator on the same line still survives."""
+    mutation = _load("tools/mutation.py", "mutation")
+    code = "if rule is _GE or TokenRule(rule) is _GE:"
+    outcomes = [
+        mutation.Outcome(167, "core/Op", 2, code, "survived", "diff 2"),
+        mutation.Outcome(167, "core/Op", 3, code, "survived", "diff 3"),
+        mutation.Outcome(168, "core/Op", 4, "return view < limit", "killed", ""),
+    ]
+    target = mutation.MODULES["models/protocol.py"]
+    known = {("models/protocol.py", "core/Op#3", code)}
+    result = mutation.summarize("models/protocol.py", target, outcomes, 3, known)
+    assert (result["killed"], result["survived"], result["equivalent"]) == (1, 1, 1)
+    assert [s["occurrence"] for s in result["survivors"]] == [2]
+    assert result["score"] == 0.5
+    everything = {("models/protocol.py", "core/Op", code)}
+    result = mutation.summarize("models/protocol.py", target, outcomes, 3, everything)
+    assert (result["survived"], result["equivalent"], result["score"]) == (0, 2, 1.0)

@@ -184,7 +184,8 @@ def annotation_ranges(source: str) -> list[tuple[tuple[int, int], tuple[int, int
 
 def equivalents(path: Path = SURVIVORS) -> set[tuple[str, str, str]]:
     """(module, operator, code) of the survivors `tests/mutation-survivors.md` calls
-    equivalent: rows `| module | line | operator | `code` | equivalent | reason |`."""
+    equivalent: rows `| module | line | operator | `code` | equivalent | reason |`; an
+    operator written `operator#occurrence` names one of several mutants of that line."""
     found: set[tuple[str, str, str]] = set()
     if not path.exists():
         return found
@@ -372,7 +373,10 @@ def summarize(
     """Count a module's outcomes; survivors `known` as equivalent count as equivalent."""
     verdicts = [
         "equivalent"
-        if o.verdict in ("survived", "uncovered") and (name, o.operator, o.code) in known
+        if o.verdict in ("survived", "uncovered")
+        and bool(
+            {(name, o.operator, o.code), (name, _key(o.operator, o.occurrence), o.code)} & known
+        )
         else o.verdict
         for o in outcomes
     ]
