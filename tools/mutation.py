@@ -559,6 +559,8 @@ def main(argv: list[str] | None = None) -> int:
             ]
             result = summarize(name, target, outcomes, last["all_mutants"], known)
             result.update(sample=last.get("sample"), seed=last.get("seed"))
+            # What the last re-run ran: how many survivors, against which tests.
+            result["rerun"] = {"survivors": len(only), "tests": list(narrowed.tests)}
         else:
             outcomes, total = run_module(
                 name, target, args.work, args.sample, args.seed, whole=args.whole
