@@ -350,7 +350,7 @@ def run_module(
             elif result.test_outcome == TestOutcome.SURVIVED:
                 verdict = "uncovered" if output.startswith("uncovered") else "survived"
             elif result.test_outcome == TestOutcome.KILLED:
-                hung = output == "timeout" or output.startswith("timeout")
+                hung = output == "timeout" or "timeout: the tests ran over" in output
                 verdict = "timed-out" if hung else "killed"
             else:
                 verdict = "incompetent"
