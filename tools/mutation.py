@@ -1,19 +1,32 @@
 """Mutation testing of the reference with cosmic-ray: how many wrong versions do the tests kill?
 
 For each module of `MODULES`, cosmic-ray makes every mutant (one small change: an operator,
-a constant, a comparison, a removed decorator, ...), runs the tests that cover the module
-against it and records whether they fail (killed) or pass (survived). Mutants inside type
-annotations are left out: they cannot change behaviour. The run happens in a copy of the
-repository under `build/mutation/`, so the working tree is never touched, with one worker
-(the machine is shared) and `HYPOTHESIS_PROFILE=ci` (derandomized: a mutant's verdict does
-not depend on luck).
+a constant, a comparison, a removed decorator, ...), runs tests against it and records
+whether they fail (killed) or pass (survived). Mutants inside type annotations are left
+out: they cannot change behaviour. The run happens in a copy of the repository under
+`build/mutation/`, so the working tree is never touched, with one worker (the machine is
+shared) and `HYPOTHESIS_PROFILE=ci` (derandomized: a mutant's verdict does not depend on
+luck).
 
-    python tools/mutation.py [--sample 60] [--seed 1] [--modules queues,waiting]
+A full run is affordable because each mutant runs only the tests that execute the
+statement it changes: the module's tests run once unmutated with the line recorder
+`tools/mutation_coverage.py` (they must pass), and cosmic-ray's test command is
+`tools/mutation_select.py`, which picks the covering tests, fastest first, `-x`. A mutant
+on a statement no test executes survives without running anything (`uncovered`).
+`--whole` runs every mutant against the module's whole test list instead.
 
-`--sample N` runs a seeded random sample of N mutants per module instead of all of them.
-Writes `build/mutation.json` (per module: mutants, killed, survived, timed out, incompetent,
-equivalent, score; and every survivor with its diff), records the summary in
-`tests/mutation-score.json` and the table of README.md ("Mutation score").
+    python tools/mutation.py [--sample 60] [--seed 1] [--modules events,tracker]
+    python tools/mutation.py --modules events --only-survivors  # after new tests
+    python tools/mutation.py --modules events --only-survivors --tests tests/test_new.py
+
+`--sample N` runs a seeded random sample of N mutants per module instead of all of them;
+`--only-survivors` runs again only the last run's survivors (keyed by operator and
+occurrence) and updates that run, against the module's tests or only the new ones
+(`--tests`: a mutant some tests kill is killed; one they miss stays a survivor).
+Writes `build/mutation.json` (per module: mutants, killed, survived, uncovered, timed
+out, incompetent, equivalent, score; every mutant's verdict and every survivor's diff),
+records the summary in `tests/mutation-score.json` and the table of README.md
+("Mutation score"); progress goes to `build/mutation-progress.log`, one line per mutant.
 
 A survivor listed in `tests/mutation-survivors.md` with verdict `equivalent` (it cannot
 change behaviour) is counted as equivalent, not as survived; the score is
@@ -43,6 +56,7 @@ WORK = ROOT / "build" / "mutation"
 OUTPUT = ROOT / "build" / "mutation.json"
 SCORE = ROOT / "tests" / "mutation-score.json"
 SURVIVORS = ROOT / "tests" / "mutation-survivors.md"
+PROGRESS = ROOT / "build" / "mutation-progress.log"
 README = ROOT / "README.md"
 COPIED = ["reference", "tests", "specs", "proofs", "tools", "docs", "pyproject.toml", "README.md"]
 COPIED += ["CONTRIBUTING.md"]
@@ -79,12 +93,25 @@ MODULES: dict[str, Target] = {
             "tests/test_admission.py",
             "tests/test_admission_front.py",
             "tests/test_admission_machine.py",
+            "tests/test_admission_one_pass.py",
+            "tests/test_admission_tokens.py",
+            "tests/test_validators.py",
             "tests/test_mutation_gaps.py",
         ),
     ),
     "tracker.py": Target(
         "reference/queueref/tracker.py",
-        ("tests/test_tracker.py", "tests/test_admission.py", "tests/test_mutation_gaps.py"),
+        (
+            "tests/test_tracker.py",
+            "tests/test_admission.py",
+            "tests/test_admission_front.py",
+            "tests/test_admission_machine.py",
+            "tests/test_admission_one_pass.py",
+            "tests/test_admission_tokens.py",
+            "tests/test_validators.py",
+            "tests/test_mutation_gaps.py",
+            "tests/test_mutation_gaps_tracker.py",
+        ),
     ),
     "models/protocol.py": Target(
         "reference/queueref/models/protocol.py",
@@ -93,7 +120,13 @@ MODULES: dict[str, Target] = {
             "tests/test_ob_one_transition_system.py",
             "tests/test_ob_broken_variants.py",
             "tests/test_admission.py",
+            "tests/test_admission_machine.py",
+            "tests/test_admission_one_pass.py",
+            "tests/test_admission_tokens.py",
+            "tests/test_token_model.py",
+            "tests/test_validators.py",
             "tests/test_mutation_gaps.py",
+            "tests/test_mutation_gaps_protocol.py",
         ),
     ),
     "events.py": Target(
@@ -101,12 +134,20 @@ MODULES: dict[str, Target] = {
         (
             "tests/test_admission_events.py",
             "tests/test_check_trace.py",
+            "tests/test_check_trace_tokens.py",
+            "tests/test_validators.py",
             "tests/test_mutation_gaps.py",
+            "tests/test_mutation_gaps_events.py",
         ),
     ),
     "oracle/trace_check.py": Target(
         "reference/queueref/oracle/trace_check.py",
-        ("tests/test_check_trace.py", "tests/test_mutation_gaps.py"),
+        (
+            "tests/test_check_trace.py",
+            "tests/test_check_trace_tokens.py",
+            "tests/test_validators.py",
+            "tests/test_mutation_gaps.py",
+        ),
     ),
 }
 
@@ -117,8 +158,9 @@ class Outcome:
 
     line: int
     operator: str
+    occurrence: int  # cosmic-ray's index of this operator's mutants: with it, the key
     code: str  # the original line, stripped
-    verdict: str  # killed | survived | timed-out | incompetent | equivalent
+    verdict: str  # killed | survived | uncovered | timed-out | incompetent
     diff: str
 
 
@@ -142,7 +184,8 @@ def annotation_ranges(source: str) -> list[tuple[tuple[int, int], tuple[int, int
 
 def equivalents(path: Path = SURVIVORS) -> set[tuple[str, str, str]]:
     """(module, operator, code) of the survivors `tests/mutation-survivors.md` calls
-    equivalent: rows `| module | line | operator | `code` | equivalent | reason |`."""
+    equivalent: rows `| module | line | operator | `code` | equivalent | reason |`; an
+    operator written `operator#occurrence` names one of several mutants of that line."""
     found: set[tuple[str, str, str]] = set()
     if not path.exists():
         return found
@@ -172,23 +215,80 @@ def _command(target: Target, work: Path) -> list[str]:
     return argv + ["-m", DESELECT, "-k", "not crosshair", *tests]
 
 
+def _slug(name: str) -> str:
+    return name.replace("/", "_").replace(".py", "")
+
+
+def _unmutated_failure(name: str, run: subprocess.CompletedProcess[str]) -> str:
+    return f"{name}: the tests fail unmutated:\n{run.stdout[-2000:]}{run.stderr[-2000:]}"
+
+
+def measure_coverage(name: str, target: Target, work: Path, env: dict[str, str]) -> Path:
+    """Run the module's tests once, unmutated, with `tools/mutation_coverage.py`: they must
+    pass, and the map of the lines each test executes is written beside the session."""
+    out = work / f"{_slug(name)}.coverage.json"
+    traced = dict(
+        env,
+        PYTHONPATH=os.pathsep.join([str(work / "reference"), str(work / "tools")]),
+        MUTATION_COVERAGE_TARGET=str((work / target.path).resolve()),
+        MUTATION_COVERAGE_OUT=str(out),
+    )
+    command = _command(target, work)
+    command[3:3] = ["-p", "mutation_coverage"]
+    baseline = subprocess.run(command, cwd=work, env=traced, capture_output=True, text=True)
+    if baseline.returncode != 0 or not out.exists():
+        raise SystemExit(_unmutated_failure(name, baseline))
+    return out
+
+
+def _key(operator: str, occurrence: int) -> str:
+    return f"{operator}#{occurrence}"
+
+
 def run_module(
-    name: str, target: Target, work: Path, sample: int | None, seed: int
-) -> dict[str, Any]:
-    """Init a cosmic-ray session for one module, sample it, run it, read the results."""
+    name: str,
+    target: Target,
+    work: Path,
+    sample: int | None,
+    seed: int,
+    *,
+    whole: bool = False,
+    only: set[str] | None = None,
+) -> tuple[list[Outcome], int]:
+    """Init a cosmic-ray session for one module, choose its mutants (all, a sample, or the
+    `only` keys `operator#occurrence`), run them, read the results.
+
+    Each mutant runs the tests that execute its statement (`tools/mutation_select.py`),
+    or, with `whole`, the module's whole test list."""
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
 
     env = dict(os.environ, PYTHONPATH=str(work / "reference"), HYPOTHESIS_PROFILE="ci")
     env.pop("CI", None)
-    command = _command(target, work)
     began = time.perf_counter()
-    baseline = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True)
-    baseline_seconds = time.perf_counter() - began
-    if baseline.returncode != 0:
-        raise SystemExit(f"{name}: the tests fail unmutated:\n{baseline.stdout[-2000:]}")
-    timeout = max(30.0, 4 * baseline_seconds)
-    slug = name.replace("/", "_").replace(".py", "")
+    if whole:  # no line map needed: the tests must pass unmutated, untraced
+        baseline = subprocess.run(
+            _command(target, work), cwd=work, env=env, capture_output=True, text=True
+        )
+        if baseline.returncode != 0:
+            raise SystemExit(_unmutated_failure(name, baseline))
+        total_seconds = time.perf_counter() - began
+    else:
+        coverage_map = measure_coverage(name, target, work, env)
+        tests = json.loads(coverage_map.read_text())["tests"]
+        total_seconds = sum(t["seconds"] for t in tests.values())
+    slug = _slug(name)
+    pristine = work / "pristine" / f"{slug}.py"
+    pristine.parent.mkdir(exist_ok=True)
+    shutil.copy2(work / target.path, pristine)
+    command = _command(target, work)
+    if not whole:
+        select = [sys.executable, str(work / "tools" / "mutation_select.py")]
+        select += ["--map", str(coverage_map), "--pristine", str(pristine)]
+        select += ["--module", str(work / target.path), "--log", str(PROGRESS), "--"]
+        command = select + command[: command.index("-m", 3)] + ["-m", DESELECT]
+    # The selector times a hung mutant out itself; this is the backstop.
+    timeout = max(60.0, 4 * total_seconds + 60)
     config = work / f"{slug}.toml"
     session = work / f"{slug}.sqlite"
     config.write_text(
@@ -201,7 +301,7 @@ def run_module(
     )
     cosmic = [str(Path(sys.executable).parent / "cosmic-ray")]
     subprocess.run([*cosmic, "init", str(config), str(session)], cwd=work, env=env, check=True)
-    source = (work / target.path).read_text()
+    source = pristine.read_text()
     notes = annotation_ranges(source)
     skipped = WorkResult(worker_outcome=WorkerOutcome.SKIPPED)
     with use_db(str(session), WorkDB.Mode.open) as db:
@@ -217,16 +317,26 @@ def run_module(
             else:
                 kept.append(item)
         chosen = kept
-        if sample is not None and sample < len(kept):
+        if only is not None:
+            chosen = [
+                i
+                for i in kept
+                if _key(i.mutations[0].operator_name, i.mutations[0].occurrence) in only
+            ]
+        elif sample is not None and sample < len(kept):
             chosen = random.Random(f"{seed}:{name}").sample(kept, sample)
         chosen_ids = {item.job_id for item in chosen}
         for item in kept:
             if item.job_id not in chosen_ids:
                 db.set_result(item.job_id, skipped)
-    print(f"{name}: {len(kept)} mutants, running {len(chosen)} (tests {baseline_seconds:.0f} s)")
+    with PROGRESS.open("a") as log:
+        log.write(
+            f"{time.strftime('%H:%M:%S')} {name}: {len(kept)} mutants, running {len(chosen)}"
+            f" ({'whole test list' if whole else 'covering tests'}; unmutated tests"
+            f" {time.perf_counter() - began:.0f} s traced)\n"
+        )
     subprocess.run([*cosmic, "exec", str(config), str(session)], cwd=work, env=env, check=True)
     lines = source.splitlines()
-    known = equivalents()
     outcomes = []
     with use_db(str(session), WorkDB.Mode.open) as db:
         for item, result in db.completed_work_items:
@@ -234,25 +344,46 @@ def run_module(
                 continue
             m = item.mutations[0]
             code = lines[m.start_pos[0] - 1].strip()
+            output = result.output or ""
             if result.worker_outcome != WorkerOutcome.NORMAL:
                 verdict = "incompetent"
             elif result.test_outcome == TestOutcome.SURVIVED:
-                equivalent = (name, m.operator_name, code) in known
-                verdict = "equivalent" if equivalent else "survived"
+                verdict = "uncovered" if output.startswith("uncovered") else "survived"
             elif result.test_outcome == TestOutcome.KILLED:
-                verdict = "timed-out" if result.output == "timeout" else "killed"
+                hung = output == "timeout" or "timeout: the tests ran over" in output
+                verdict = "timed-out" if hung else "killed"
             else:
                 verdict = "incompetent"
             outcomes.append(
-                Outcome(m.start_pos[0], m.operator_name, code, verdict, result.diff or "")
+                Outcome(
+                    m.start_pos[0],
+                    m.operator_name,
+                    m.occurrence,
+                    code,
+                    verdict,
+                    result.diff or "",
+                )
             )
-    return summarize(name, target, outcomes, len(kept))
+    return outcomes, len(kept)
 
 
-def summarize(name: str, target: Target, outcomes: list[Outcome], total: int) -> dict[str, Any]:
-    count = {v: sum(o.verdict == v for o in outcomes) for v in VERDICTS}
+def summarize(
+    name: str, target: Target, outcomes: list[Outcome], total: int, known: set[tuple[str, str, str]]
+) -> dict[str, Any]:
+    """Count a module's outcomes; survivors `known` as equivalent count as equivalent."""
+    verdicts = [
+        "equivalent"
+        if o.verdict in ("survived", "uncovered")
+        and bool(
+            {(name, o.operator, o.code), (name, _key(o.operator, o.occurrence), o.code)} & known
+        )
+        else o.verdict
+        for o in outcomes
+    ]
+    count = {v: verdicts.count(v) for v in VERDICTS}
     killed = count["killed"] + count["timed-out"] + count["incompetent"]
     scored = len(outcomes) - count["equivalent"]
+    ordered = sorted(zip(outcomes, verdicts, strict=True), key=lambda p: (p[0].line, p[0].operator))
     return {
         "path": target.path,
         "tests": list(target.tests),
@@ -261,18 +392,52 @@ def summarize(name: str, target: Target, outcomes: list[Outcome], total: int) ->
         "killed": count["killed"],
         "timed_out": count["timed-out"],
         "incompetent": count["incompetent"],
-        "survived": count["survived"],
+        "survived": count["survived"] + count["uncovered"],
+        "uncovered": count["uncovered"],
         "equivalent": count["equivalent"],
         "score": round(killed / scored, 3) if scored else None,
         "survivors": [
-            {"line": o.line, "operator": o.operator, "code": o.code, "diff": o.diff}
-            for o in sorted(outcomes, key=lambda o: (o.line, o.operator))
-            if o.verdict == "survived"
+            {
+                "line": o.line,
+                "operator": o.operator,
+                "occurrence": o.occurrence,
+                "code": o.code,
+                "uncovered": v == "uncovered",
+                "diff": o.diff,
+            }
+            for o, v in ordered
+            if v in ("survived", "uncovered")
+        ],
+        "outcomes": [
+            {
+                "line": o.line,
+                "operator": o.operator,
+                "occurrence": o.occurrence,
+                "code": o.code,
+                "verdict": o.verdict,
+            }
+            for o, _ in ordered
         ],
     }
 
 
-VERDICTS = ("killed", "survived", "timed-out", "incompetent", "equivalent")
+VERDICTS = ("killed", "survived", "uncovered", "timed-out", "incompetent", "equivalent")
+
+
+def stored_outcomes(module: dict[str, Any]) -> list[Outcome]:
+    """The outcomes a run of one module recorded in `build/mutation.json`."""
+    diffs = {_key(s["operator"], s["occurrence"]): s["diff"] for s in module["survivors"]}
+    return [
+        Outcome(
+            o["line"],
+            o["operator"],
+            o["occurrence"],
+            o["code"],
+            o["verdict"],
+            diffs.get(_key(o["operator"], o["occurrence"]), ""),
+        )
+        for o in module["outcomes"]
+    ]
 
 
 def rescore(run: dict[str, Any]) -> dict[str, Any]:
@@ -280,27 +445,25 @@ def rescore(run: dict[str, Any]) -> dict[str, Any]:
     counted as equivalent (nothing is run again)."""
     known = equivalents()
     for name, m in run["modules"].items():
-        kept = [s for s in m["survivors"] if (name, s["operator"], s["code"]) not in known]
-        m["equivalent"] += len(m["survivors"]) - len(kept)
-        m["survived"] = len(kept)
-        m["survivors"] = kept
-        killed = m["killed"] + m["timed_out"] + m["incompetent"]
-        scored = m["mutants"] - m["equivalent"]
-        m["score"] = round(killed / scored, 3) if scored else None
+        fresh = summarize(name, MODULES[name], stored_outcomes(m), m["all_mutants"], known)
+        m.update(fresh)
     return run
 
 
 def table(modules: dict[str, dict[str, Any]]) -> str:
     """The markdown table of a run's summary."""
     rows = [
-        "| module | mutants run (of all) | killed | timed out | survived | equivalent | score |",
-        "|---|---|---|---|---|---|---|",
+        "| module | run | mutants run (of all) | killed | timed out | survived (uncovered) "
+        "| equivalent | score | date |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, m in modules.items():
-        score = "-" if m["score"] is None else f"{100 * m['score']:.0f}%"
+        score = "-" if m["score"] is None else f"{100 * m['score']:.1f}%"
+        kind = f"sample of {m['sample']}" if m.get("sample") else "full"
         rows.append(
-            f"| `{name}` | {m['mutants']} ({m['all_mutants']}) | {m['killed']} | "
-            f"{m['timed_out']} | {m['survived']} | {m['equivalent']} | {score} |"
+            f"| `{name}` | {kind} | {m['mutants']} ({m['all_mutants']}) | {m['killed']} | "
+            f"{m['timed_out']} | {m['survived']} ({m.get('uncovered', 0)}) | {m['equivalent']} "
+            f"| {score} | {m.get('date', '-')} |"
         )
     return "\n".join(rows) + "\n"
 
@@ -310,9 +473,8 @@ def record(run: dict[str, Any]) -> None:
     previous = json.loads(SCORE.read_text()) if SCORE.exists() else {"modules": {}}
     modules = dict(previous.get("modules", {}))
     for name, m in run["modules"].items():
-        modules[name] = {k: v for k, v in m.items() if k != "survivors"}
+        modules[name] = {k: v for k, v in m.items() if k not in ("survivors", "outcomes")}
         modules[name]["survivors"] = len(m["survivors"])
-        modules[name].update(sample=run["sample"], seed=run["seed"], date=run["date"])
     ordered = {name: modules[name] for name in MODULES if name in modules}
     SCORE.write_text(
         json.dumps({"cosmic_ray": run["cosmic_ray"], "modules": ordered}, indent=1) + "\n"
@@ -329,13 +491,30 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sample", type=int, default=None, help="mutants per module")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--modules", default="", help="comma-separated names or stems")
+    parser.add_argument("--modules", default="", help="comma-separated names or stems, in order")
     parser.add_argument(
         "--rescore",
         action="store_true",
         help="re-read tests/mutation-survivors.md for the last run's survivors; run nothing",
     )
+    parser.add_argument(
+        "--only-survivors",
+        action="store_true",
+        help="run again only the last run's survivors of each module, and update that run",
+    )
+    parser.add_argument(
+        "--whole",
+        action="store_true",
+        help="run each mutant against the module's whole test list, not its covering tests",
+    )
+    parser.add_argument(
+        "--tests",
+        default="",
+        help="with --only-survivors: comma-separated test files to run them against instead",
+    )
+    parser.add_argument("--work", type=Path, default=WORK, help="the copy to mutate in")
     args = parser.parse_args(argv)
+    args.work = args.work.resolve()  # the tests run inside it: paths must not be relative
     if args.rescore:
         last = rescore(json.loads(OUTPUT.read_text()))
         OUTPUT.write_text(json.dumps(last, indent=1) + "\n")
@@ -345,12 +524,9 @@ def main(argv: list[str] | None = None) -> int:
     from importlib.metadata import version
 
     wanted = [w for w in args.modules.split(",") if w]
-    chosen = {
-        name: target
-        for name, target in MODULES.items()
-        if not wanted or any(w in (name, Path(name).stem) for w in wanted)
-    }
-    copy_tree(WORK)
+    names = [n for w in wanted for n in MODULES if w in (n, Path(n).stem)] if wanted else MODULES
+    chosen = {name: MODULES[name] for name in names}
+    copy_tree(args.work)
     run: dict[str, Any] = {
         "cosmic_ray": version("cosmic-ray"),
         "sample": args.sample,
@@ -358,17 +534,54 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d"),
         "modules": {},
     }
-    # A run of some modules keeps the last results of the others in build/mutation.json.
-    merged: dict[str, Any] = json.loads(OUTPUT.read_text()) if OUTPUT.exists() else {}
-    merged = {**run, "modules": {**merged.get("modules", {})}}
+    known = equivalents()
     for name, target in chosen.items():
-        result = run_module(name, target, WORK, args.sample, args.seed)
-        run["modules"][name] = merged["modules"][name] = result
+        last = _last_run().get("modules", {}).get(name)
+        if args.only_survivors:
+            if last is None or "outcomes" not in last:
+                raise SystemExit(f"{name}: no recorded run to take the survivors from")
+            only = {_key(s["operator"], s["occurrence"]) for s in last["survivors"]}
+            # A mutant some of the tests kill is killed by all of them: `--tests` may
+            # narrow a re-run to the new tests; the rest stay survivors of the full list.
+            narrowed = Target(target.path, tuple(args.tests.split(","))) if args.tests else target
+            again, _ = run_module(
+                name, narrowed, args.work, None, args.seed, whole=args.whole, only=only
+            )
+            # Narrowed to some tests, only a kill is news: a miss (or a line those tests do
+            # not run) leaves the verdict of the module's whole list.
+            redone = {
+                _key(o.operator, o.occurrence): o
+                for o in again
+                if not args.tests or o.verdict in ("killed", "timed-out")
+            }
+            outcomes = [
+                redone.get(_key(o.operator, o.occurrence), o) for o in stored_outcomes(last)
+            ]
+            result = summarize(name, target, outcomes, last["all_mutants"], known)
+            result.update(sample=last.get("sample"), seed=last.get("seed"))
+            # What the last re-run ran: how many survivors, against which tests.
+            result["rerun"] = {"survivors": len(only), "tests": list(narrowed.tests)}
+        else:
+            outcomes, total = run_module(
+                name, target, args.work, args.sample, args.seed, whole=args.whole
+            )
+            result = summarize(name, target, outcomes, total, known)
+            result.update(sample=args.sample, seed=args.seed)
+        result["date"] = run["date"]
+        run["modules"][name] = result
+        # Another run may have written other modules meanwhile: read, merge, write.
+        merged = _last_run()
+        merged = {**run, "modules": {**merged.get("modules", {}), name: result}}
         OUTPUT.write_text(json.dumps(merged, indent=1) + "\n")
+        record(run)
     print(table(run["modules"]), end="")
-    record(run)
     print(f"wrote {OUTPUT.relative_to(ROOT)}, {SCORE.relative_to(ROOT)}")
     return 0
+
+
+def _last_run() -> dict[str, Any]:
+    found: dict[str, Any] = json.loads(OUTPUT.read_text()) if OUTPUT.exists() else {}
+    return found
 
 
 if __name__ == "__main__":

@@ -1,0 +1,149 @@
+"""Run, for one mutant, only the tests that execute the mutated code: cosmic-ray's test command.
+
+cosmic-ray writes the mutant into the module in place and runs its test command. This
+command compares the module with its unmutated copy (`--pristine`), finds the changed
+lines, widens them to the innermost statement that holds them, and runs the tests that
+executed any line of that statement unmutated (`--map`, written once per module by
+`tools/mutation_coverage.py`), fastest first, stopping at the first failure (`-x`):
+
+* a statement that also runs at import (a module or class constant) changes what every
+  test sees: all the module's tests run;
+* a statement no test executes: nothing runs; the mutant survives, reported `uncovered`
+  (the exit status is 0, the output says so);
+* a def or class: the tests that run any line of its body (its decorators' contracts run
+  on each call), not every test, although its `def` line runs at import.
+
+    python tools/mutation_select.py --map M.json --pristine P.py --module path.py \
+        [--log progress.log] -- python -m pytest -x -q ...
+
+Prints one line starting `selected`, `uncovered` or `timeout`; exits with pytest's
+status (1 on a timeout: a mutant that hangs the tests is caught).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: A hung mutant gets this many times the tests' unmutated duration, plus `GRACE` seconds.
+#: The durations were measured under the line tracer, which slows the tests down (two to
+#: four times on the explorers), so 1.5 of them is still several unmutated runs.
+SLOWDOWN = 1.5
+GRACE = 30.0
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The tests to run against one mutant and why."""
+
+    reason: str  # covered | import | uncovered
+    tests: tuple[str, ...]  # node ids, fastest first
+    span: tuple[int, int]  # the statement's first and last line
+    seconds: float  # the selected tests' unmutated duration
+
+
+def changed_lines(original: str, mutated: str) -> set[int]:
+    """The 1-based lines of `original` that `mutated` changes or deletes; an insertion
+    counts as a change of the line before it."""
+    before, after = original.splitlines(), mutated.splitlines()
+    changed: set[int] = set()
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        if i1 == i2:
+            changed.add(max(i1, 1))
+        else:
+            changed.update(range(i1 + 1, i2 + 1))
+    return changed
+
+
+def _first_line(node: ast.stmt) -> int:
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    return node.lineno
+
+
+def statement_span(source: str, lines: set[int]) -> tuple[int, int, bool]:
+    """The innermost statement of `source` holding every line of `lines`: its first line
+    (decorators included), last line, and whether it is a def or class."""
+    best: tuple[int, int, bool] | None = None
+    low, high = min(lines), max(lines)
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.stmt) or node.end_lineno is None:
+            continue
+        first, last = _first_line(node), node.end_lineno
+        if first <= low and high <= last and (best is None or last - first < best[1] - best[0]):
+            definition = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            best = (first, last, definition)
+    return best if best is not None else (low, high, False)
+
+
+def select(coverage: dict[str, Any], original: str, mutated: str) -> Selection:
+    """The tests `coverage` (the map of `tools/mutation_coverage.py`) says execute the
+    statement the mutant changes, fastest first."""
+    tests: dict[str, dict[str, Any]] = coverage["tests"]
+    fastest = sorted(tests, key=lambda t: (tests[t]["seconds"], t))
+    changed = changed_lines(original, mutated)
+    if not changed:  # the same text: every test, the mutant cannot be told apart
+        return Selection("import", tuple(fastest), (0, 0), sum(tests[t]["seconds"] for t in tests))
+    first, last, definition = statement_span(original, changed)
+    span = set(range(first, last + 1))
+    if not definition and span & set(coverage["import_lines"]):
+        total = sum(tests[t]["seconds"] for t in tests)
+        return Selection("import", tuple(fastest), (first, last), total)
+    chosen = tuple(t for t in fastest if span & set(tests[t]["lines"]))
+    seconds = sum(tests[t]["seconds"] for t in chosen)
+    return Selection("covered" if chosen else "uncovered", chosen, (first, last), seconds)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--" not in args:
+        raise SystemExit("usage: mutation_select.py --map M --pristine P --module F -- COMMAND")
+    split = args.index("--")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--map", required=True, type=Path)
+    parser.add_argument("--pristine", required=True, type=Path)
+    parser.add_argument("--module", required=True, type=Path)
+    parser.add_argument("--log", type=Path, default=None)
+    options = parser.parse_args(args[:split])
+    command = args[split + 1 :]
+    original = options.pristine.read_text()
+    mutated = options.module.read_text()
+    chosen = select(json.loads(options.map.read_text()), original, mutated)
+    began = time.perf_counter()
+    where = f"lines {chosen.span[0]}-{chosen.span[1]}"
+    if chosen.reason == "uncovered":
+        status, verdict = 0, "uncovered"
+        print(f"uncovered: no test executes {where}")
+    else:
+        print(f"selected {len(chosen.tests)} tests ({chosen.reason}) for {where}", flush=True)
+        try:
+            run = subprocess.run(
+                [*command, *chosen.tests], timeout=SLOWDOWN * chosen.seconds + GRACE
+            )
+            status, verdict = run.returncode, ("survived" if run.returncode == 0 else "killed")
+        except subprocess.TimeoutExpired:
+            status, verdict = 1, "timeout"
+            print(f"timeout: the tests ran over {SLOWDOWN * chosen.seconds + GRACE:.0f} s")
+    if options.log is not None:
+        with options.log.open("a") as log:
+            log.write(
+                f"{time.strftime('%H:%M:%S')} {options.module.name} {where} "
+                f"{chosen.reason} {len(chosen.tests)} tests -> {verdict} "
+                f"({time.perf_counter() - began:.1f} s)\n"
+            )
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
