@@ -72,6 +72,25 @@ class Target:
     tests: tuple[str, ...]
 
 
+#: The waiting lifecycle is split by job over several modules; the same tests cover them all.
+_LIFECYCLE_TESTS = (
+    "tests/test_waiting.py",
+    "tests/test_waiting_machine.py",
+    "tests/test_waiting_variants.py",
+    "tests/test_waiting_v033.py",
+    "tests/test_waiting_streaming.py",
+    "tests/test_waiting_guard.py",
+    "tests/test_waiting_differential.py",
+)
+_LIFECYCLE_MODULES = (
+    "waiting_places",
+    "waiting_state",
+    "waiting_checks",
+    "waiting_step",
+    "waiting_stream",
+    "waiting_leave",
+)
+
 MODULES: dict[str, Target] = {
     "queues.py": Target(
         "reference/queueref/queues.py",
@@ -83,10 +102,11 @@ MODULES: dict[str, Target] = {
             "tests/test_mutation_gaps.py",
         ),
     ),
-    "waiting.py": Target(
-        "reference/queueref/waiting.py",
-        ("tests/test_waiting.py", "tests/test_waiting_machine.py"),
-    ),
+    "waiting.py": Target("reference/queueref/waiting.py", _LIFECYCLE_TESTS),
+    **{
+        f"{name}.py": Target(f"reference/queueref/{name}.py", _LIFECYCLE_TESTS)
+        for name in _LIFECYCLE_MODULES
+    },
     "admission.py": Target(
         "reference/queueref/admission.py",
         (
