@@ -125,7 +125,7 @@ def test_some_expectations_by_hand() -> None:
     prepend = [op for op in priority["operations"] if op["op"] == "prepend_requests"][0]
     # o2 (-1, 3.0) < o3 (0, 0.0) < o1 (0, 1.0) < r2 (0, 1.0) < r1 (1, 2.0)
     assert prepend["after"] == ["o2", "o3", "o1", "r2", "r1"]
-    check = case_named("admission/check/shared/three_servers/m2_slots1_1_0_server0_n1")
+    check = case_named("admission/check/check-then-write/three_servers/m2_slots1_1_0_server0_n1")
     assert check["expect"] == {
         "error": "QueueOverflowError",
         "http_status": 503,
@@ -134,11 +134,11 @@ def test_some_expectations_by_hand() -> None:
         "limit": 2,
     }
     assert check["reads"] == [0, 8, 16] and check["slots_after"] == [1, 1, 0]
-    reserve = case_named("admission/check/reserve/three_servers/m2_slots1_0_0_server0_n1")
+    reserve = case_named("admission/check/write-then-check/three_servers/m2_slots1_0_0_server0_n1")
     assert reserve["expect"] == {"result": 2} and reserve["slots_after"] == [2, 0, 0]
-    bound = case_named("admission/bound/shared/n3_m2_w1")
+    bound = case_named("admission/bound/check-then-write/n3_m2_w1")
     assert bound["expect"] == {"global_count": 4, "bound": 4}
-    assert case_named("admission/bound/reserve/n3_m2_w1")["expect"]["global_count"] == 1
+    assert case_named("admission/bound/write-then-check/n3_m2_w1")["expect"]["global_count"] == 1
 
 
 class _NoReversal(FCFSRequestQueue):

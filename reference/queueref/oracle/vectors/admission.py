@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from queueref.models.protocol import Protocol, parse_protocol
 from queueref.oracle.vectors.common import Case, Expect, make_case
 from queueref.validators import is_int_at_least
 
@@ -29,7 +30,7 @@ def expect_check(
     """(outcome, reads, slots after, local count after) of one check."""
     limit = setup["max_num_queued_reqs"]
     token_limit = setup["max_num_queued_tokens"]
-    reserve = setup["mode"] == "reserve"
+    reserve = parse_protocol(setup["mode"]) is Protocol.WRITE_THEN_CHECK
     shared = setup["num_servers"] is not None
     slots = list(setup["slots"]) if shared else [setup["unfinished"]]
     own = setup["server"] if shared else 0
@@ -83,7 +84,7 @@ def _check_case(
         found.add("ADM-CTL-6")
     if expect.get("http_status") == 503:
         found.add("ADM-ERR-1")
-    if setup["mode"] == "reserve":
+    if parse_protocol(setup["mode"]) is Protocol.WRITE_THEN_CHECK:
         found.add("ADM-CTL-9")
     fields: dict[str, Any] = {"setup": setup, "n": n, "expect": expect}
     if reads is not None:
@@ -126,7 +127,7 @@ def _setup(
 def check_cases() -> list[Case]:
     """Check_admission at the limit minus one, the limit and plus one."""
     cases: list[Case] = []
-    for mode in ("shared", "reserve"):
+    for mode in (Protocol.CHECK_THEN_WRITE.value, Protocol.WRITE_THEN_CHECK.value):
         for limit in (0, 1, 2, 3):
             for n in (1, 2):
                 for current in sorted({max(0, limit - n - 1), max(0, limit - n), limit, limit + 1}):
@@ -226,7 +227,7 @@ def check_cases() -> list[Case]:
                 description="a negative limit is a configuration error",
                 max_num_queued_reqs=limits[0],
                 max_num_queued_tokens=limits[1],
-                mode="shared",
+                mode=Protocol.CHECK_THEN_WRITE.value,
                 expect={"error": "ValueError"},
             )
         )

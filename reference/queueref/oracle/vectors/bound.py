@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from queueref.models.protocol import Protocol, parse_protocol
 from queueref.models.protocol import bound as protocol_bound
-from queueref.models.protocol import parse_protocol
 from queueref.oracle.vectors.common import Case, Expect, make_case
 
 
 def bound_cases() -> list[Case]:
     """The schedule that reaches M + (N-1)*min(M, W), in both modes."""
     cases = []
-    for mode in ("shared", "reserve"):
+    for mode in (Protocol.CHECK_THEN_WRITE.value, Protocol.WRITE_THEN_CHECK.value):
         for servers in (1, 2, 3):
             for limit in (0, 1, 2, 3):
                 for weight in (1, 2):
@@ -28,7 +28,7 @@ def _bound_case(mode: str, servers: int, limit: int, weight: int) -> Case:
     w = max(1, min(limit, weight))  # with M = 0 nothing fits; try weight 1
     slots = [0] * servers
     steps: list[dict[str, Any]] = []
-    reserve = mode == "reserve"
+    reserve = parse_protocol(mode) is Protocol.WRITE_THEN_CHECK
 
     def fits(view: int, n: int) -> bool:
         return view <= limit if reserve else view + n <= limit
