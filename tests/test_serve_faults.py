@@ -185,7 +185,10 @@ def test_a_crashed_server_is_restarted(servers: HttpServers) -> None:
 def test_kill_9_of_the_parent_leaves_nothing(tmp_path: Path) -> None:
     """E2E-SRV-7, E2E-TRACE-1: workers exit with the parent; records on disk; port free."""
     trace = tmp_path / "trace"
-    before = set(os.listdir(tempfile_root()))
+    # The server's own temporary directory, so other programs' files in /tmp cannot
+    # make the test fail (or hide what the server leaves).
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
     command = [
         sys.executable,
         "-m",
@@ -202,7 +205,13 @@ def test_kill_9_of_the_parent_leaves_nothing(tmp_path: Path) -> None:
         "--trace",
         str(trace),
     ]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, TMPDIR=str(scratch)),
+    )
     try:
         assert process.stdout is not None
         banner = read_line_within(process.stdout, seconds=60)
@@ -235,13 +244,7 @@ def test_kill_9_of_the_parent_leaves_nothing(tmp_path: Path) -> None:
     assert sorted(os.listdir(trace)) == ["server-0.jsonl", "server-1.jsonl", SUPERVISOR_LOG]
     report = check_admission_trace(trace, 2, 3)
     assert report.ok and report.counts["admit"] == 1 and report.still_in_flight == 0
-    assert set(os.listdir(tempfile_root())) - before == set()
-
-
-def tempfile_root() -> str:
-    import tempfile
-
-    return tempfile.gettempdir()
+    assert os.listdir(scratch) == []
 
 
 def test_unwritable_outputs_are_refused_before_anything_starts(
