@@ -50,6 +50,8 @@ CLEAN_MODULES = (
     "oracle/vectors/queue.py",
     "oracle/vectors/tracker.py",
     "oracle/trace_files.py",
+    "models/explorer.py",
+    "models/search.py",
 )
 
 
