@@ -49,6 +49,9 @@ CLEAN_MODULES = (
     "oracle/vectors/events.py",
     "oracle/vectors/queue.py",
     "oracle/vectors/tracker.py",
+    "oracle/trace_files.py",
+    "models/explorer.py",
+    "models/search.py",
 )
 
 

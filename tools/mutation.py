@@ -169,6 +169,15 @@ MODULES: dict[str, Target] = {
             "tests/test_mutation_gaps.py",
         ),
     ),
+    "oracle/trace_files.py": Target(
+        "reference/queueref/oracle/trace_files.py",
+        (
+            "tests/test_check_trace.py",
+            "tests/test_check_trace_tokens.py",
+            "tests/test_validators.py",
+            "tests/test_mutation_gaps.py",
+        ),
+    ),
 }
 
 
