@@ -91,8 +91,9 @@ class RequestQueue(icontract.DBC):
     def pop_request(self) -> Any:
         """Remove and return the next request.
 
-        :raises IndexError: the queue is empty (RQ-ALL-4)
+        :raises IndexError: the queue is empty
         """
+        # Implements RQ-ALL-4.
 
     @abc.abstractmethod
     @icontract.snapshot(lambda self: _Before(self), name="before")
@@ -104,8 +105,9 @@ class RequestQueue(icontract.DBC):
     def peek_request(self) -> Any:
         """Return the next request without removing it.
 
-        :raises IndexError: the queue is empty (RQ-ALL-5)
+        :raises IndexError: the queue is empty
         """
+        # Implements RQ-ALL-5.
 
     @abc.abstractmethod
     @icontract.require(
@@ -153,8 +155,9 @@ class RequestQueue(icontract.DBC):
     def remove_request(self, request: RequestLike) -> None:
         """Remove one queued request.
 
-        :raises ValueError: the request is not in the queue (RQ-ALL-6)
+        :raises ValueError: the request is not in the queue
         """
+        # Implements RQ-ALL-6.
 
     @abc.abstractmethod
     @icontract.snapshot(lambda self, requests: _Before.of_remove(self, requests), name="before")
@@ -173,7 +176,8 @@ class RequestQueue(icontract.DBC):
         lambda self, result: result == (len(self) > 0), "RQ-ALL-10: bool(q) is len(q) > 0"
     )
     def __bool__(self) -> bool:
-        """RQ-ALL-10: whether the queue holds any request."""
+        """Whether the queue holds any request."""
+        # Implements RQ-ALL-10.
 
     @abc.abstractmethod
     def __len__(self) -> int:
@@ -181,17 +185,19 @@ class RequestQueue(icontract.DBC):
 
     @abc.abstractmethod
     def __iter__(self) -> Iterator[Any]:
-        """RQ-ALL-9: the queued requests in pop order, without changing the queue."""
+        """The queued requests in pop order, without changing the queue."""
+        # Implements RQ-ALL-9.
 
 
 def _checked_ids(requests: list[Any]) -> list[str]:
-    """RQ-REQ-3 for a batch: the request ids, after checking every request's shape.
+    """The request ids of a batch, after checking every request's shape.
 
     The common case (exactly vLLM's field types) inline, one plain loop: CPython 3.11
     specialises these attribute reads and `type(x) is T` tests, which makes the loop
     several times faster than `map(attrgetter(...))` passes. Anything else goes through
     `check_request_shape`, which raises naming the first field a queue cannot use.
     """
+    # Implements RQ-REQ-3.
     ids: list[str] = []
     for request in requests:
         try:
@@ -293,8 +299,9 @@ class _IndexedQueue(RequestQueue):
     def _incoming(
         self, requests: RequestQueue, ordered: bool = True
     ) -> tuple[list[RequestLike], Mapping[str, RequestLike]]:
-        """RQ-ALL-8: the requests of `requests` (in its order when `ordered`), and id ->
+        """The requests of `requests` (in its order when `ordered`), and id ->
         request for them, the whole batch validated before any of it moves."""
+        # Implements RQ-ALL-8.
         if requests is self:
             raise ValueError("RQ-ALL-8: a queue cannot be prepended to itself")
         if requests._indexed:  # one of ours: its requests without a call to __iter__

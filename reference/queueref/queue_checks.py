@@ -67,9 +67,10 @@ _ids_of = attrgetter("request_id")
 def _queued_ids(queue: QueueView) -> Mapping[str, RequestLike] | None:
     """request_id -> request for the queued requests, or None when unknown cheaply.
 
-    RQ-COST-1: our own queues keep an index (O(1)); a foreign subclass is scanned only
+    Our own queues keep an index (O(1)); a foreign subclass is scanned only
     when deep checks are on, so default contracts stay O(1).
     """
+    # Implements RQ-COST-1.
     if queue._indexed:
         return cast(OwnQueueView, queue)._index
     if deep_checks():
@@ -145,7 +146,9 @@ Clause = tuple[str, Callable[[Any, Any, Any], bool]]
 
 
 class _Deep(tuple[str, Callable[[Any, Any, Any], bool]]):
-    """A clause that costs O(n): it runs only under deep checks (RQ-COST-1)."""
+    """A clause that costs O(n): it runs only under deep checks."""
+
+    # Implements RQ-COST-1.
 
 
 def _deep(text: str, holds: Callable[[Any, Any, Any], bool]) -> Clause:
@@ -221,7 +224,8 @@ _ABC_POST: dict[str, tuple[Clause, ...]] = {
 
 
 def _add_refusal(queue: QueueView, request: Any, method: str) -> Exception:
-    """RQ-REQ-3, RQ-ALL-2, RQ-ALL-3: why `request` may not be added, or None."""
+    """Why `request` may not be added, or None."""
+    # Implements RQ-REQ-3, RQ-ALL-2, RQ-ALL-3.
     if not is_request_shaped(request):
         return TypeError(
             f"{_where(queue, method)}RQ-REQ-3: the request has request_id, priority and "
@@ -257,7 +261,8 @@ def _may_add(self: QueueView, request: Any) -> bool:
 
 
 def _prepend_refusal(queue: QueueView, requests: QueueView) -> ValueError | None:
-    """RQ-ALL-8: why `requests` may not be prepended to `queue`, or None (see `_refused`)."""
+    """Why `requests` may not be prepended to `queue`, or None (see `_refused`)."""
+    # Implements RQ-ALL-8.
     if requests is queue:
         return ValueError(
             f"{_where(queue, 'prepend_requests')}RQ-ALL-8: a queue cannot be prepended to itself"

@@ -177,7 +177,8 @@ class FCFSRequestQueue(_IndexedQueue):
     # vLLM's field types, a free id): at this size a call costs as much as the check.
 
     def add_request(self, request: RequestLike) -> None:
-        """RQ-FCFS-1: append at the back."""
+        """Append at the back."""
+        # Implements RQ-FCFS-1.
         try:
             request_id = request.request_id
             arrival_time = request.arrival_time
@@ -199,10 +200,11 @@ class FCFSRequestQueue(_IndexedQueue):
         self._index[request_id] = request
 
     def pop_request(self) -> Any:
-        """RQ-FCFS-2: remove and return the front.
+        """Remove and return the front.
 
-        :raises IndexError: the queue is empty (RQ-ALL-4)
+        :raises IndexError: the queue is empty
         """
+        # Implements RQ-FCFS-2, RQ-ALL-4.
         if self._iterated:
             self._unshare()
         try:
@@ -213,17 +215,19 @@ class FCFSRequestQueue(_IndexedQueue):
         return request
 
     def peek_request(self) -> Any:
-        """RQ-ALL-5: the front, left in place.
+        """The front, left in place.
 
-        :raises IndexError: the queue is empty (RQ-ALL-5)
+        :raises IndexError: the queue is empty
         """
+        # Implements RQ-ALL-5.
         try:
             return self._items[0]
         except IndexError:
             raise IndexError("RQ-ALL-5: peek from an empty queue") from None
 
     def prepend_request(self, request: RequestLike) -> None:
-        """RQ-FCFS-3: insert at the front (a preempted request resumes first)."""
+        """Insert at the front (a preempted request resumes first)."""
+        # Implements RQ-FCFS-3.
         try:
             request_id = request.request_id
             arrival_time = request.arrival_time
@@ -245,7 +249,7 @@ class FCFSRequestQueue(_IndexedQueue):
         self._index[request_id] = request
 
     def prepend_requests(self, requests: RequestQueue) -> None:
-        """RQ-FCFS-4: put `requests` in front, in reverse of their iteration order.
+        """Put `requests` in front, in reverse of their iteration order.
 
         This is vLLM's `deque.extendleft`: each request in turn goes to the
         front, so the last one iterated ends up first. The scheduler relies on
@@ -253,6 +257,7 @@ class FCFSRequestQueue(_IndexedQueue):
         (which reverses them once), then moved with `prepend_requests` (which
         reverses them back).
         """
+        # Implements RQ-FCFS-4.
         incoming, by_id = self._incoming(requests)
         if self._iterated:
             self._unshare()
@@ -260,10 +265,11 @@ class FCFSRequestQueue(_IndexedQueue):
         self._index.update(by_id)
 
     def remove_request(self, request: RequestLike) -> None:
-        """RQ-ALL-6: remove one queued request (O(1) to find out it is absent).
+        """Remove one queued request (O(1) to find out it is absent).
 
-        :raises ValueError: the request is not in the queue (RQ-ALL-6)
+        :raises ValueError: the request is not in the queue
         """
+        # Implements RQ-ALL-6.
         self._require_present(request)
         if self._iterated:
             self._unshare()
@@ -272,7 +278,8 @@ class FCFSRequestQueue(_IndexedQueue):
         del self._index[request.request_id]
 
     def remove_requests(self, requests: Iterable[RequestLike]) -> None:
-        """RQ-ALL-7: remove every named request that is queued; ignore the rest."""
+        """Remove every named request that is queued; ignore the rest."""
+        # Implements RQ-ALL-7.
         present = self._present(requests)
         if not present:
             return
@@ -291,8 +298,9 @@ class FCFSRequestQueue(_IndexedQueue):
             self._items = deque(itertools.filterfalse(set(present).__contains__, self._items))
 
     def __iter__(self) -> Iterator[Any]:
-        """RQ-FCFS-5, RQ-ALL-9: front to back, over the queue as it is now: a change made
+        """Front to back, over the queue as it is now: a change made
         while iterating copies the deque first (`_unshare`), so the caller may change the
         queue meanwhile."""
+        # Implements RQ-FCFS-5, RQ-ALL-9.
         self._iterated = True
         return iter(self._items)

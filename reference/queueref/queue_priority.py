@@ -189,14 +189,16 @@ class PriorityRequestQueue(_IndexedQueue):
             heapq.heapify(self._heap)
 
     def add_request(self, request: RequestLike) -> None:
-        """RQ-PRI-1: insert by key `(priority, arrival_time, request_id)`."""
+        """Insert by key `(priority, arrival_time, request_id)`."""
+        # Implements RQ-PRI-1.
         self._push(request, self._fast_new_id(request))
 
     def pop_request(self) -> Any:
-        """RQ-PRI-2: remove and return the minimum.
+        """Remove and return the minimum.
 
-        :raises IndexError: the queue is empty (RQ-ALL-4)
+        :raises IndexError: the queue is empty
         """
+        # Implements RQ-PRI-2, RQ-ALL-4.
         if not self._index:
             raise IndexError("RQ-ALL-4: pop from an empty queue")
         self._drop_tombstones()
@@ -206,10 +208,11 @@ class PriorityRequestQueue(_IndexedQueue):
         return request
 
     def peek_request(self) -> Any:
-        """RQ-ALL-5: the minimum, left in place.
+        """The minimum, left in place.
 
-        :raises IndexError: the queue is empty (RQ-ALL-5)
+        :raises IndexError: the queue is empty
         """
+        # Implements RQ-ALL-5.
         try:  # the common case inlined: peek is the scheduler's most frequent call
             request = self._heap[0][2]
         except IndexError:
@@ -221,26 +224,30 @@ class PriorityRequestQueue(_IndexedQueue):
         return request
 
     def prepend_request(self, request: RequestLike) -> None:
-        """RQ-PRI-3: a heap has no front, so prepending is adding."""
+        """A heap has no front, so prepending is adding."""
+        # Implements RQ-PRI-3.
         self._push(request, self._fast_new_id(request))
 
     def prepend_requests(self, requests: RequestQueue) -> None:
-        """RQ-PRI-4: add each request of `requests`; their order there does not matter."""
+        """Add each request of `requests`; their order there does not matter."""
+        # Implements RQ-PRI-4.
         _unordered, by_id = self._incoming(requests, ordered=False)
         for request_id, request in by_id.items():
             self._push(request, request_id)
 
     def remove_request(self, request: RequestLike) -> None:
-        """RQ-ALL-6: remove one queued request, in O(1) amortised (a tombstone).
+        """Remove one queued request, in O(1) amortised (a tombstone).
 
-        :raises ValueError: the request is not in the queue (RQ-ALL-6)
+        :raises ValueError: the request is not in the queue
         """
+        # Implements RQ-ALL-6.
         self._require_present(request)
         self._forget(request)
         self._compact()
 
     def remove_requests(self, requests: Iterable[RequestLike]) -> None:
-        """RQ-ALL-7: remove every named request that is queued; ignore the rest."""
+        """Remove every named request that is queued; ignore the rest."""
+        # Implements RQ-ALL-7.
         for request in self._present(requests):
             self._forget(request)
         self._compact()
@@ -250,5 +257,6 @@ class PriorityRequestQueue(_IndexedQueue):
         return [e[2] for e in live]
 
     def __iter__(self) -> Iterator[Any]:
-        """RQ-PRI-5: ascending key, over a copy; the heap is left as it is."""
+        """Ascending key, over a copy; the heap is left as it is."""
+        # Implements RQ-PRI-5.
         return iter(self._in_order())

@@ -52,20 +52,22 @@ __all__ = [
 
 
 class SchedulingPolicy(enum.Enum):
-    """RQ-POL-1: the two orders vLLM's scheduler knows."""
+    """The two orders vLLM's scheduler knows."""
 
+    # Implements RQ-POL-1.
     FCFS = "fcfs"
     PRIORITY = "priority"
 
 
 def create_request_queue(policy: SchedulingPolicy | str) -> RequestQueue:
-    """RQ-POL-1: the queue for a policy, given as the enum or its string value.
+    """The queue for a policy, given as the enum or its string value.
 
     >>> type(create_request_queue("priority")).__name__
     'PriorityRequestQueue'
 
-    :raises ValueError: an unknown policy; the message lists the valid ones (RQ-POL-2)
+    :raises ValueError: an unknown policy; the message lists the valid ones
     """
+    # Implements RQ-POL-1, RQ-POL-2.
     try:
         policy = SchedulingPolicy(policy)
     except ValueError:
