@@ -91,17 +91,22 @@ _LIFECYCLE_MODULES = (
     "waiting_leave",
 )
 
+#: The queues' modules, split out of queues.py by job (issue 17); all run the queue tests.
+_QUEUE_MODULES = ("queue_checks", "queue_base", "queue_fcfs", "queue_priority")
+_QUEUE_TESTS = (
+    "tests/test_queues.py",
+    "tests/test_queue_laws.py",
+    "tests/test_queue_model.py",
+    "tests/test_queue_semantics.py",
+    "tests/test_mutation_gaps.py",
+)
+
 MODULES: dict[str, Target] = {
-    "queues.py": Target(
-        "reference/queueref/queues.py",
-        (
-            "tests/test_queues.py",
-            "tests/test_queue_laws.py",
-            "tests/test_queue_model.py",
-            "tests/test_queue_semantics.py",
-            "tests/test_mutation_gaps.py",
-        ),
-    ),
+    "queues.py": Target("reference/queueref/queues.py", _QUEUE_TESTS),
+    **{
+        f"{name}.py": Target(f"reference/queueref/{name}.py", _QUEUE_TESTS)
+        for name in _QUEUE_MODULES
+    },
     "waiting.py": Target("reference/queueref/waiting.py", _LIFECYCLE_TESTS),
     **{
         f"{name}.py": Target(f"reference/queueref/{name}.py", _LIFECYCLE_TESTS)
