@@ -10,9 +10,8 @@ the field, and there is no traceback (ORC-TR-9). Time and memory grow with
 the number of events only (ORC-TR-12).
 
 `--mode` takes a protocol by its name (the deprecated `shared` / `reserve`
-with a note); the report prints that name. `check_admission_trace` still
-knows the protocols by their old spellings, so the name is mapped here, and
-a trace file holds no protocol name: old traces read as they always did.
+with a note); the report prints that name. A trace file holds no protocol
+name: old traces read as they always did.
 """
 
 from __future__ import annotations
