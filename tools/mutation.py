@@ -122,6 +122,7 @@ MODULES: dict[str, Target] = {
             "tests/test_admission_tokens.py",
             "tests/test_validators.py",
             "tests/test_mutation_gaps.py",
+            "tests/test_mutation_gaps_admission.py",
         ),
     ),
     "tracker.py": Target(

@@ -1,0 +1,66 @@
+"""Broken methods of a contracted class, each made from the real method by one named change.
+
+`method_variant(owner, name, change)` reads the source of `owner.<name>` with its
+decorators (its icontract conditions), applies `change` (`Change` of
+`proofs/mutations.py`: one exact piece of text replaced by another, which must match
+exactly once in that source), and compiles the result in the namespace of the
+method's own module. The decorators run again, so the broken method carries the
+same conditions as the real one: a test that installs it (`monkeypatch.setattr`)
+shows that those conditions catch the bug the change plants. A change that no
+longer applies raises `ChangeDoesNotApply`, so a broken copy cannot drift from what
+it breaks.
+
+The change may name a condition's own text (to weaken the contract) or the body's.
+A class invariant (`icontract.invariant` on the class) is not re-applied: the tests
+that use these variants are about the method's own conditions.
+"""
+
+from __future__ import annotations
+import __future__
+
+import inspect
+import linecache
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "proofs"))
+from mutations import Change, ChangeDoesNotApply  # noqa: E402
+
+__all__ = ["Change", "ChangeDoesNotApply", "decorated_source", "method_variant"]
+
+
+def decorated_source(owner: type, name: str) -> str:
+    """The source of `owner.<name>`, decorators included, dedented."""
+    function = inspect.unwrap(getattr(owner, name))
+    return textwrap.dedent(inspect.getsource(function))
+
+
+def method_variant(owner: type, name: str, *changes: Change) -> Callable[..., Any]:
+    """`owner.<name>` rebuilt from its source with `changes` applied, contracts and all."""
+    source = decorated_source(owner, name)
+    for change in changes:
+        assert change.function == name, (change, name)
+        count = source.count(change.old)
+        if count != 1:
+            raise ChangeDoesNotApply(
+                f"{owner.__name__}.{name}: {change.bug!r}: {change.old!r} found {count} times"
+            )
+        source = source.replace(change.old, change.new)
+    original = inspect.unwrap(getattr(owner, name))
+    scope = dict(original.__globals__)  # the names the original's module sees
+    filename = f"<broken {owner.__name__}.{name}>"
+    # icontract reads a failing condition's source to name it: let it find this one.
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    code = compile(
+        source,
+        filename,
+        "exec",
+        flags=__future__.annotations.compiler_flag,
+        dont_inherit=True,
+    )
+    exec(code, scope)
+    function: Callable[..., Any] = scope[name]
+    return function

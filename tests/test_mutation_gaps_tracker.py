@@ -1,0 +1,215 @@
+"""Gaps in the tests of queueref.tracker, found by `make mutation`.
+
+Two kinds of test. A contract's teeth: the real method rebuilt with one named change
+(`tests/method_variants.py`, its contracts re-applied from its source) is caught by
+the condition that states the rule, for the reason it claims. A guard's: the checks a
+method keeps in its body for `python -O`, where the preconditions are gone, are
+called without the contracts (`inspect.unwrap`) and must refuse the bad input with
+its clear error, changing nothing.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import icontract
+import pytest
+from method_variants import Change, method_variant
+
+import queueref.config
+from queueref import RequestTracker, SharedAdmissionStats
+from queueref import tracker as tracker_module
+
+
+def _tracker(*, share_tokens: bool = False) -> tuple[RequestTracker, list[int]]:
+    """A tracker on slot 0 of two, over a private buffer (its frame conditions run)."""
+    counters = [0] * 16
+    return RequestTracker(SharedAdmissionStats(counters, 2, 0), share_tokens=share_tokens), counters
+
+
+def test_registration_takes_over_n_times_the_prompt_of_more_token_reservations() -> None:
+    """ADM-TOK-5: 10 reserved tokens, then a request of n = 2 with 3-token prompts: the
+    registration takes over 2 * 3 = 6 of them (not 2 ** 3 = 8), 4 stay reserved and
+    counter 1 holds the 6 queued plus the 4."""
+    tracker, counters = _tracker(share_tokens=True)
+    tracker.reserve_tokens(10)
+    tracker.add("a", n=2, num_prompt_tokens=3)
+    assert tracker.num_reserved_tokens == 4
+    assert tracker.get_num_queued_tokens() == 6
+    assert counters[1] == 10
+
+
+def test_a_rollback_that_gives_back_too_little_is_caught() -> None:
+    """ADM-CTL-6: a `release_reservation` that removes one less than asked leaves the slot
+    current (it is refreshed) but is caught by "the rollback removes exactly the
+    reservation"."""
+    tracker, _ = _tracker()
+    broken = method_variant(
+        RequestTracker,
+        "release_reservation",
+        Change(
+            "release_reservation",
+            "gives back one slot less than asked",
+            "self._reserved -= n",
+            "self._reserved -= n - 1",
+        ),
+    )
+    tracker.reserve(3)
+    with pytest.raises(
+        icontract.ViolationError, match="ADM-CTL-6: the rollback removes exactly the reservation"
+    ):
+        broken(tracker, 2)
+
+
+def test_an_abort_that_forgets_counter_1_is_caught() -> None:
+    """ADM-TOK-1: an `abort` that refreshes only the request count (counter 0) leaves the
+    aborted request's tokens in counter 1: caught by "abort writes the queued tokens"."""
+    tracker, counters = _tracker(share_tokens=True)
+    tracker.add("a", num_prompt_tokens=5)
+    broken = method_variant(
+        RequestTracker,
+        "abort",
+        Change(
+            "abort",
+            "refreshes counter 0 only",
+            "self._refresh()",
+            "self._stats.set_num_requests(len(self._states) + self._reserved)",
+        ),
+    )
+    with pytest.raises(icontract.ViolationError, match="ADM-TOK-1: abort writes the queued tokens"):
+        broken(tracker, "a")
+    assert counters[1] == 5  # the variant really left the tokens behind
+
+
+def test_a_child_left_in_its_parent_after_it_ended_is_inconsistent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ADM-TRK-6: a `_drop` that forgets to take a finished child out of its parent leaves
+    the parent naming a child no longer tracked: the deep invariant "the cached counts
+    equal the tracked requests" catches it at the finish."""
+    tracker, _ = _tracker()
+    tracker.add("p", n=2)
+
+    def drop_forgetting_the_parent(self: RequestTracker, request_id: str) -> None:
+        state = self._states.pop(request_id)
+        if state.is_prefilling:
+            self._queued_tokens -= state.num_prompt_tokens
+
+    monkeypatch.setattr(RequestTracker, "_drop", drop_forgetting_the_parent)
+    with pytest.raises(
+        icontract.ViolationError, match="ADM-TRK-6: the cached counts equal the tracked requests"
+    ):
+        tracker.finish("0_p")
+
+
+def test_a_child_under_another_parent_is_inconsistent() -> None:
+    """ADM-TRK-6: a parent that lists a tracked child whose own parent is another id."""
+    tracker, _ = _tracker()
+    tracker.add("p", n=2)
+    assert tracker_module._consistent(tracker)
+    tracker._states["0_p"].parent_id = "q"
+    assert not tracker_module._consistent(tracker)
+
+
+def _without_contracts(name: str) -> object:
+    """`RequestTracker.<name>` as `python -O` runs it: the body alone."""
+    return inspect.unwrap(getattr(RequestTracker, name))
+
+
+@pytest.mark.parametrize("tokens", [-1, 1.0, True, 6])
+def test_the_token_rollback_guard_holds_without_contracts(tokens: object) -> None:
+    """ADM-TOK-5: without its preconditions, `release_token_reservation` still refuses a
+    negative, non-int or bool count, and more tokens than are reserved, naming the
+    problem; nothing changes."""
+    tracker, counters = _tracker(share_tokens=True)
+    tracker.reserve_tokens(5)
+    release = _without_contracts("release_token_reservation")
+    with pytest.raises(ValueError, match="ADM-TOK-5: cannot give back .* of 5 reserved tokens"):
+        release(tracker, tokens)  # type: ignore[operator]
+    assert tracker.num_reserved_tokens == 5 and counters[1] == 5
+
+
+@pytest.mark.parametrize("tokens", [-1, 2.0, False])
+def test_the_token_reservation_guard_holds_without_contracts(tokens: object) -> None:
+    """ADM-TOK-5: without its precondition, `reserve_tokens` still refuses a count that is
+    not an int >= 0; nothing changes."""
+    tracker, counters = _tracker(share_tokens=True)
+    reserve = _without_contracts("reserve_tokens")
+    with pytest.raises(ValueError, match="ADM-TOK-5: tokens must be an int >= 0"):
+        reserve(tracker, tokens)  # type: ignore[operator]
+    assert tracker.num_reserved_tokens == 0 and counters[1] == 0
+
+
+def test_a_change_that_does_not_apply_is_refused() -> None:
+    """The variants cannot drift: a change whose text is not in the method exactly once is
+    an error naming it, not a silently unchanged copy."""
+    from method_variants import ChangeDoesNotApply
+
+    with pytest.raises(ChangeDoesNotApply, match="found 0 times"):
+        method_variant(
+            RequestTracker, "abort", Change("abort", "gone", "self._forgotten()", "pass")
+        )
+
+
+def test_a_variant_without_changes_keeps_the_contracts_of_the_real_method() -> None:
+    """The rebuilt method carries the real one's conditions: the unchanged copy refuses
+    what the real method refuses, with the same precondition."""
+    tracker, _ = _tracker()
+    copy = method_variant(RequestTracker, "release_reservation")
+    with pytest.raises(ValueError, match="ADM-TRK-7: only a held reservation can be given back"):
+        copy(tracker, 1)
+    with pytest.raises(ValueError, match="ADM-TRK-7: only a held reservation can be given back"):
+        tracker.release_reservation(1)
+
+
+def test_prefill_done_of_large_prompts_keeps_the_count() -> None:
+    """ADM-TOK-4: counts above CPython's small-int cache: two 1,000-token prompts, one
+    leaves prefill, 1,000 stay queued and no condition trips (an identity comparison
+    of the counts, `is` for `==`, would)."""
+    tracker, counters = _tracker(share_tokens=True)
+    tracker.add("a", num_prompt_tokens=1000)
+    tracker.add("b", num_prompt_tokens=1000)
+    tracker.prefill_done("a")
+    assert tracker.get_num_queued_tokens() == 1000 and counters[1] == 1000
+    tracker.reserve_tokens(700)
+    tracker.release_token_reservation(300)
+    tracker.add("c", n=2, num_prompt_tokens=300)
+    assert tracker.get_num_queued_tokens() == 1600 and tracker.num_reserved_tokens == 0
+
+
+def test_a_token_rollback_that_leaves_counter_1_behind_is_caught() -> None:
+    """ADM-TOK-5: a `release_token_reservation` that updates its count but does not write
+    counter 1 is caught by "counter 1 is rolled back"."""
+    tracker, counters = _tracker(share_tokens=True)
+    tracker.reserve_tokens(5)
+    broken = method_variant(
+        RequestTracker,
+        "release_token_reservation",
+        Change(
+            "release_token_reservation",
+            "does not write counter 1",
+            "self._reserved_tokens -= tokens\n    self._refresh_tokens()",
+            "self._reserved_tokens -= tokens",
+        ),
+    )
+    with pytest.raises(icontract.ViolationError, match="ADM-TOK-5: counter 1 is rolled back"):
+        broken(tracker, 2)
+    assert counters[1] == 5
+
+
+def test_a_token_count_gone_negative_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ADM-TRK-7, ADM-TOK-5: a `_drop` that takes a request's prompt tokens out again after
+    it left prefill drives the queued tokens to -1: caught by "counts are never
+    negative" (deep checks off, so the whole-structure invariant does not speak first)."""
+
+    def drop_taking_the_tokens_twice(self: RequestTracker, request_id: str) -> None:
+        state = self._states.pop(request_id)
+        self._queued_tokens -= state.num_prompt_tokens
+
+    tracker = RequestTracker()
+    tracker.add("a", num_prompt_tokens=1)
+    tracker.prefill_done("a")
+    monkeypatch.setattr(RequestTracker, "_drop", drop_taking_the_tokens_twice)
+    monkeypatch.setattr(queueref.config, "deep_checks", lambda: False)
+    with pytest.raises(icontract.ViolationError, match="counts are never negative"):
+        tracker.finish("a")
