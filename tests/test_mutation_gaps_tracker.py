@@ -213,3 +213,170 @@ def test_a_token_count_gone_negative_is_caught(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(queueref.config, "deep_checks", lambda: False)
     with pytest.raises(icontract.ViolationError, match="counts are never negative"):
         tracker.finish("a")
+
+
+def test_token_reservations_add_up() -> None:
+    """ADM-TOK-5: two token reservations, 3 then 1, hold 4 (a sum, not a bitwise 3 | 1)."""
+    tracker, counters = _tracker(share_tokens=True)
+    tracker.reserve_tokens(3)
+    tracker.reserve_tokens(1)
+    assert tracker.num_reserved_tokens == 4 and counters[1] == 4
+
+
+def test_large_reservations_keep_exact_counts() -> None:
+    """ADM-TRK-7: reservations past CPython's small-int cache (300 + 300 slots) add up and
+    give back with no condition tripping (`is` for `==` would)."""
+    tracker, counters = _tracker()
+    tracker.reserve(300)
+    tracker.reserve(300)
+    assert tracker.num_reserved == 600 and counters[0] == 600
+    tracker.release_reservation(300)
+    assert tracker.num_reserved == 300 and counters[0] == 300
+
+
+def test_a_slot_written_too_high_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ADM-TRK-5: a refresh that writes one more than unfinished + reserved is caught by
+    "add refreshes the slot" (the slot must equal the count, not merely cover it)."""
+
+    def refresh_one_too_many(self: RequestTracker) -> None:
+        assert self._stats is not None
+        self._stats.set_num_requests(len(self._states) + self._reserved + 1)
+
+    tracker, _ = _tracker()
+    monkeypatch.setattr(RequestTracker, "_refresh", refresh_one_too_many)
+    with pytest.raises(icontract.ViolationError, match="ADM-TRK-5: add refreshes the slot"):
+        tracker.add("a")
+
+
+def test_counter_1_written_too_low_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ADM-TOK-5: a token refresh that leaves out the token reservations writes too little
+    to counter 1: caught by "the token reservation is in counter 1"."""
+
+    def refresh_without_reservations(self: RequestTracker) -> None:
+        assert self._stats is not None
+        self._stats.set_num_queued_tokens(self._queued_tokens)
+
+    tracker, _ = _tracker(share_tokens=True)
+    monkeypatch.setattr(RequestTracker, "_refresh_tokens", refresh_without_reservations)
+    with pytest.raises(
+        icontract.ViolationError, match="ADM-TOK-5: the token reservation is in counter 1"
+    ):
+        tracker.reserve_tokens(5)
+
+
+def test_a_registration_that_keeps_the_reservations_is_caught() -> None:
+    """ADM-TRK-7: an `add` that does not take over the reservations it registers leaves
+    them held beside the real count (the slot counts the request twice): caught by "a
+    registration takes over outstanding reservations"."""
+    tracker, _ = _tracker()
+    tracker.reserve(3)
+    broken = method_variant(
+        RequestTracker,
+        "add",
+        Change(
+            "add",
+            "keeps the reservations",
+            "self._reserved -= min(self._reserved, n)",
+            "pass",
+        ),
+    )
+    with pytest.raises(
+        icontract.ViolationError,
+        match="ADM-TRK-7: a registration takes over outstanding reservations",
+    ):
+        broken(tracker, "a")
+
+
+def test_a_registration_that_keeps_the_token_reservations_is_caught() -> None:
+    """ADM-TOK-5: likewise for the token reservations: caught by "a registration takes
+    over outstanding token reservations"."""
+    tracker, _ = _tracker(share_tokens=True)
+    tracker.reserve_tokens(4)
+    broken = method_variant(
+        RequestTracker,
+        "add",
+        Change(
+            "add",
+            "keeps the token reservations",
+            "self._reserved_tokens -= min(self._reserved_tokens, n * num_prompt_tokens)",
+            "pass",
+        ),
+    )
+    with pytest.raises(
+        icontract.ViolationError,
+        match="ADM-TOK-5: a registration takes over outstanding token reservations",
+    ):
+        broken(tracker, "a", 1, 4)
+
+
+def test_a_prefill_done_that_adds_a_request_is_caught() -> None:
+    """ADM-TRK-4: a `prefill_done` that leaves a second, token-less state behind (the
+    unfinished count grows) is caught by "leaving prefill is not finishing" (the count
+    must stay, not merely not fall)."""
+    tracker, _ = _tracker()
+    tracker.add("a", num_prompt_tokens=2)
+    broken = method_variant(
+        RequestTracker,
+        "prefill_done",
+        Change(
+            "prefill_done",
+            "leaves a shadow request behind",
+            "state.is_prefilling = False",
+            "state.is_prefilling = False\n"
+            "        self._states['shadow'] = _RequestState(None, 0, False)",
+        ),
+    )
+    with pytest.raises(
+        icontract.ViolationError, match="ADM-TRK-4: leaving prefill is not finishing"
+    ):
+        broken(tracker, "a")
+
+
+def test_a_reservation_of_one_too_many_is_caught() -> None:
+    """ADM-TRK-7: a `reserve` that adds n + 1 is caught by "a reservation adds n"."""
+    tracker, _ = _tracker()
+    broken = method_variant(
+        RequestTracker,
+        "reserve",
+        Change("reserve", "adds one too many", "self._reserved += n", "self._reserved += n + 1"),
+    )
+    with pytest.raises(icontract.ViolationError, match="ADM-TRK-7: a reservation adds n"):
+        broken(tracker, 2)
+
+
+def test_an_abort_that_does_not_report_what_it_ended_is_caught() -> None:
+    """ADM-TRK-2: an `abort` that ends a request without returning its id is caught by
+    "exactly the returned requests are gone"."""
+    tracker, _ = _tracker()
+    tracker.add("a")
+    broken = method_variant(
+        RequestTracker,
+        "abort",
+        Change("abort", "forgets to report the ended id", "aborted.append(rid)", "pass"),
+    )
+    with pytest.raises(
+        icontract.ViolationError, match="ADM-TRK-2: exactly the returned requests are gone"
+    ):
+        broken(tracker, "a")
+
+
+@pytest.mark.parametrize("n", [0, 4, 1.0, True])
+def test_the_rollback_guard_holds_without_contracts(n: object) -> None:
+    """ADM-TRK-7: without its preconditions, `release_reservation` still refuses a count
+    that is not an int >= 1 or more than is held (3), naming it; nothing changes."""
+    tracker, counters = _tracker()
+    tracker.reserve(3)
+    release = _without_contracts("release_reservation")
+    with pytest.raises(ValueError, match="ADM-TRK-7: cannot give back .* of 3 reserved slots"):
+        release(tracker, n)  # type: ignore[operator]
+    assert tracker.num_reserved == 3 and counters[0] == 3
+
+
+@pytest.mark.parametrize("n", [0, -1])
+def test_a_reservation_of_no_slot_is_refused_by_the_precondition(n: int) -> None:
+    """ADM-CTL-2: the precondition of `reserve` itself (not only the guard kept for
+    `python -O`) refuses n < 1."""
+    tracker, counters = _tracker()
+    with pytest.raises(ValueError, match="ADM-CTL-2: n is an int >= 1"):
+        tracker.reserve(n)
+    assert tracker.num_reserved == 0 and counters[0] == 0
