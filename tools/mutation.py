@@ -18,11 +18,14 @@ on a statement no test executes survives without running anything (`uncovered`).
     python tools/mutation.py [--sample 60] [--seed 1] [--modules events,tracker]
     python tools/mutation.py --modules events --only-survivors  # after new tests
     python tools/mutation.py --modules events --only-survivors --tests tests/test_new.py
+    python tools/mutation.py --modules admission --work /tmp/m --resume  # after a stop
 
 `--sample N` runs a seeded random sample of N mutants per module instead of all of them;
 `--only-survivors` runs again only the last run's survivors (keyed by operator and
 occurrence) and updates that run, against the module's tests or only the new ones
 (`--tests`: a mutant some tests kill is killed; one they miss stays a survivor).
+`--resume` goes on with a run that was stopped (its cosmic-ray session in `--work` keeps
+every verdict reached): only the mutants not yet run are run.
 Writes `build/mutation.json` (per module: mutants, killed, survived, uncovered, timed
 out, incompetent, equivalent, score; every mutant's verdict and every survivor's diff),
 records the summary in `tests/mutation-score.json` and the table of README.md
@@ -289,17 +292,22 @@ def run_module(
     *,
     whole: bool = False,
     only: set[str] | None = None,
+    resume: bool = False,
 ) -> tuple[list[Outcome], int]:
     """Init a cosmic-ray session for one module, choose its mutants (all, a sample, or the
     `only` keys `operator#occurrence`), run them, read the results.
 
     Each mutant runs the tests that execute its statement (`tools/mutation_select.py`),
-    or, with `whole`, the module's whole test list."""
+    or, with `whole`, the module's whole test list. With `resume`, the session an
+    interrupted run left in `work` goes on: its mutants not yet run are run, nothing
+    is chosen or measured again."""
     from cosmic_ray.work_db import WorkDB, use_db
-    from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
 
     env = dict(os.environ, PYTHONPATH=str(work / "reference"), HYPOTHESIS_PROFILE="ci")
     env.pop("CI", None)
+    if resume:
+        return _resume_module(name, target, work, env)
     began = time.perf_counter()
     if whole:  # no line map needed: the tests must pass unmutated, untraced
         baseline = subprocess.run(
@@ -371,6 +379,58 @@ def run_module(
             f" {time.perf_counter() - began:.0f} s traced)\n"
         )
     subprocess.run([*cosmic, "exec", str(config), str(session)], cwd=work, env=env, check=True)
+    return _read_outcomes(session, source, chosen_ids), len(kept)
+
+
+def _resume_module(
+    name: str, target: Target, work: Path, env: dict[str, str]
+) -> tuple[list[Outcome], int]:
+    """Go on with the cosmic-ray session of `name` in `work`: run its pending mutants and
+    read every chosen one's result (the chosen ones are those not marked skipped)."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome
+
+    slug = _slug(name)
+    session, config = work / f"{slug}.sqlite", work / f"{slug}.toml"
+    pristine = work / "pristine" / f"{slug}.py"
+    if not session.exists() or not pristine.exists():
+        raise SystemExit(f"{name}: no interrupted run in {work} to resume")
+    if pristine.read_text() != (ROOT / target.path).read_text():
+        print(
+            f"{name}: note: {target.path} changed since the run began; its lines are the old ones"
+        )
+    source = pristine.read_text()
+    notes = annotation_ranges(source)
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        pending = [item.job_id for item in db.pending_work_items]
+        done = {
+            item.job_id
+            for item, result in db.completed_work_items
+            if result.worker_outcome != WorkerOutcome.SKIPPED
+        }
+        kept = sum(
+            1
+            for item in db.work_items
+            if not any(
+                low <= item.mutations[0].start_pos and item.mutations[0].end_pos <= high
+                for low, high in notes
+            )
+        )
+    with PROGRESS.open("a") as log:
+        log.write(
+            f"{time.strftime('%H:%M:%S')} {name}: resuming, {len(done)} run, "
+            f"{len(pending)} to run\n"
+        )
+    cosmic = [str(Path(sys.executable).parent / "cosmic-ray")]
+    subprocess.run([*cosmic, "exec", str(config), str(session)], cwd=work, env=env, check=True)
+    return _read_outcomes(session, source, done | set(pending)), kept
+
+
+def _read_outcomes(session: Path, source: str, chosen_ids: set[str]) -> list[Outcome]:
+    """Every chosen mutant's verdict, from the cosmic-ray session."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome
+
     lines = source.splitlines()
     outcomes = []
     with use_db(str(session), WorkDB.Mode.open) as db:
@@ -399,7 +459,7 @@ def run_module(
                     result.diff or "",
                 )
             )
-    return outcomes, len(kept)
+    return outcomes
 
 
 def summarize(
@@ -547,6 +607,11 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="with --only-survivors: comma-separated test files to run them against instead",
     )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with the interrupted run in --work: run its mutants not yet run",
+    )
     parser.add_argument("--work", type=Path, default=WORK, help="the copy to mutate in")
     args = parser.parse_args(argv)
     args.work = args.work.resolve()  # the tests run inside it: paths must not be relative
@@ -561,7 +626,8 @@ def main(argv: list[str] | None = None) -> int:
     wanted = [w for w in args.modules.split(",") if w]
     names = [n for w in wanted for n in MODULES if w in (n, Path(n).stem)] if wanted else MODULES
     chosen = {name: MODULES[name] for name in names}
-    copy_tree(args.work)
+    if not args.resume:  # a resumed run mutates the copy its session was made in
+        copy_tree(args.work)
     run: dict[str, Any] = {
         "cosmic_ray": version("cosmic-ray"),
         "sample": args.sample,
@@ -598,7 +664,13 @@ def main(argv: list[str] | None = None) -> int:
             result["rerun"] = {"survivors": len(only), "tests": list(narrowed.tests)}
         else:
             outcomes, total = run_module(
-                name, target, args.work, args.sample, args.seed, whole=args.whole
+                name,
+                target,
+                args.work,
+                args.sample,
+                args.seed,
+                whole=args.whole,
+                resume=args.resume,
             )
             result = summarize(name, target, outcomes, total, known)
             result.update(sample=args.sample, seed=args.seed)
