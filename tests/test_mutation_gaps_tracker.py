@@ -380,3 +380,66 @@ def test_a_reservation_of_no_slot_is_refused_by_the_precondition(n: int) -> None
     with pytest.raises(ValueError, match="ADM-CTL-2: n is an int >= 1"):
         tracker.reserve(n)
     assert tracker.num_reserved == 0 and counters[0] == 0
+
+
+def test_a_registration_that_takes_over_every_reservation_is_caught() -> None:
+    """ADM-TRK-7: an `add` of n = 1 that drops all three reservations held (not just the
+    one it registers) is caught by "a registration takes over outstanding reservations"
+    (the count must be exact, not merely not above)."""
+    tracker, _ = _tracker()
+    tracker.reserve(3)
+    broken = method_variant(
+        RequestTracker,
+        "add",
+        Change(
+            "add",
+            "takes over every reservation",
+            "self._reserved -= min(self._reserved, n)",
+            "self._reserved = 0",
+        ),
+    )
+    with pytest.raises(
+        icontract.ViolationError,
+        match="ADM-TRK-7: a registration takes over outstanding reservations",
+    ):
+        broken(tracker, "a")
+
+
+def test_a_large_token_reservation_is_taken_over_in_part() -> None:
+    """ADM-TOK-5: 1,000 reserved tokens, a 300-token request registers: 700 stay reserved
+    (counts past the small-int cache, so an identity comparison would trip)."""
+    tracker, counters = _tracker(share_tokens=True)
+    tracker.reserve_tokens(1000)
+    tracker.add("a", num_prompt_tokens=300)
+    assert tracker.num_reserved_tokens == 700 and counters[1] == 1000
+
+
+def test_a_rollback_of_no_slot_is_refused_by_the_precondition() -> None:
+    """ADM-CTL-2: the precondition of `release_reservation` itself refuses n = 0."""
+    tracker, counters = _tracker()
+    tracker.reserve(1)
+    with pytest.raises(ValueError, match="ADM-CTL-2: n is an int >= 1"):
+        tracker.release_reservation(0)
+    assert tracker.num_reserved == 1 and counters[0] == 1
+
+
+def test_an_abort_that_reports_another_request_is_caught() -> None:
+    """ADM-TRK-2: an `abort` that ends "a" but returns the id of "b", still tracked (the
+    counts agree), is caught by "an aborted request is no longer tracked"."""
+    tracker, _ = _tracker()
+    tracker.add("a")
+    tracker.add("b")
+    broken = method_variant(
+        RequestTracker,
+        "abort",
+        Change(
+            "abort",
+            "reports a request it did not end",
+            "aborted.append(rid)",
+            "aborted.append(next(iter(self._states), rid))",
+        ),
+    )
+    with pytest.raises(
+        icontract.ViolationError, match="ADM-TRK-2: an aborted request is no longer tracked"
+    ):
+        broken(tracker, "a")
