@@ -443,3 +443,29 @@ def test_an_abort_that_reports_another_request_is_caught() -> None:
         icontract.ViolationError, match="ADM-TRK-2: an aborted request is no longer tracked"
     ):
         broken(tracker, "a")
+
+
+def test_a_share_tokens_that_does_not_share_is_caught() -> None:
+    """ADM-TOK-1: a `share_tokens` that never turns sharing on writes nothing to counter 1,
+    which is consistent with not sharing: only "the tokens are shared" catches it."""
+    tracker, _ = _tracker()
+    broken = method_variant(
+        RequestTracker,
+        "share_tokens",
+        Change("share_tokens", "never turns sharing on", "self._shares_tokens = True", "pass"),
+    )
+    with pytest.raises(icontract.ViolationError, match="ADM-TOK-1: the tokens are shared"):
+        broken(tracker)
+
+
+def test_an_add_that_returns_the_children_out_of_order_is_caught() -> None:
+    """ADM-TRK-1: an `add` of n = 2 that registers both children but returns their ids
+    reversed is caught by "the internal ids are the request id, or 0_id .. (n-1)_id"."""
+    tracker, _ = _tracker()
+    broken = method_variant(
+        RequestTracker,
+        "add",
+        Change("add", "returns the ids reversed", "return ids", "return ids[::-1]"),
+    )
+    with pytest.raises(icontract.ViolationError, match="ADM-TRK-1: the internal ids are"):
+        broken(tracker, "p", 2)
