@@ -469,3 +469,171 @@ def test_an_add_that_returns_the_children_out_of_order_is_caught() -> None:
     )
     with pytest.raises(icontract.ViolationError, match="ADM-TRK-1: the internal ids are"):
         broken(tracker, "p", 2)
+
+
+def test_an_add_that_registers_a_child_too_few_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ADM-TRK-1: an `add` of n = 2 that registers only the second child is caught by
+    "all n children are registered" (the count must be exact, not merely not above;
+    deep checks off, so the whole-structure invariant does not speak first)."""
+    monkeypatch.setattr(queueref.config, "deep_checks", lambda: False)
+    tracker, _ = _tracker()
+    broken = method_variant(
+        RequestTracker,
+        "add",
+        Change("add", "registers one child too few", "for rid in ids:", "for rid in ids[1:]:"),
+    )
+    with pytest.raises(icontract.ViolationError, match="ADM-TRK-1: all n children are registered"):
+        broken(tracker, "p", 2)
+
+
+def test_an_abort_that_reports_an_id_twice_is_caught() -> None:
+    """ADM-TRK-2: an `abort` that returns the ended id twice (one gone, two reported) is
+    caught by "exactly the returned requests are gone"."""
+    tracker, _ = _tracker()
+    tracker.add("a")
+    broken = method_variant(
+        RequestTracker,
+        "abort",
+        Change("abort", "reports the id twice", "aborted.append(rid)", "aborted += [rid, rid]"),
+    )
+    with pytest.raises(
+        icontract.ViolationError, match="ADM-TRK-2: exactly the returned requests are gone"
+    ):
+        broken(tracker, "a")
+
+
+def test_a_finish_that_ends_nothing_is_caught() -> None:
+    """ADM-TRK-3: a `finish` that forgets the request is caught by "finishing ends exactly
+    one internal request" (the count must fall by one, not merely not by more)."""
+    tracker, _ = _tracker()
+    tracker.add("a")
+    broken = method_variant(
+        RequestTracker,
+        "finish",
+        Change("finish", "ends nothing", "self._drop(request_id)", "pass"),
+    )
+    with pytest.raises(
+        icontract.ViolationError, match="ADM-TRK-3: finishing ends exactly one internal request"
+    ):
+        broken(tracker, "a")
+
+
+def test_a_prefill_done_that_ends_the_request_is_caught() -> None:
+    """ADM-TRK-4: a `prefill_done` that also forgets the request (its tokens leave as they
+    should) is caught by "leaving prefill is not finishing"."""
+    tracker, _ = _tracker()
+    tracker.add("a", num_prompt_tokens=2)
+    broken = method_variant(
+        RequestTracker,
+        "prefill_done",
+        Change(
+            "prefill_done",
+            "ends the request",
+            "state.is_prefilling = False",
+            "state.is_prefilling = False\n        del self._states[request_id]",
+        ),
+    )
+    with pytest.raises(
+        icontract.ViolationError, match="ADM-TRK-4: leaving prefill is not finishing"
+    ):
+        broken(tracker, "a")
+
+
+def test_a_prefill_done_that_takes_the_tokens_out_twice_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ADM-TOK-4: a `prefill_done` that takes twice the prompt out of the count is caught by
+    "exactly the request's prompt tokens leave the count (once)" (deep checks off)."""
+    monkeypatch.setattr(queueref.config, "deep_checks", lambda: False)
+    tracker, _ = _tracker()
+    tracker.add("a", num_prompt_tokens=2)
+    tracker.add("b", num_prompt_tokens=3)
+    broken = method_variant(
+        RequestTracker,
+        "prefill_done",
+        Change(
+            "prefill_done",
+            "takes the prompt out twice",
+            "self._queued_tokens -= state.num_prompt_tokens",
+            "self._queued_tokens -= 2 * state.num_prompt_tokens",
+        ),
+    )
+    with pytest.raises(icontract.ViolationError, match="ADM-TOK-4: exactly the request's prompt"):
+        broken(tracker, "a")
+
+
+@pytest.mark.parametrize(
+    "new, bug", [("tokens - 1", "gives back one token less"), ("tokens + 1", "one token more")]
+)
+def test_a_token_rollback_of_the_wrong_size_is_caught(new: str, bug: str) -> None:
+    """ADM-TOK-5: a `release_token_reservation` that gives back one token less, or one
+    more, than asked is caught by "the rollback removes exactly the token reservation"."""
+    tracker, _ = _tracker(share_tokens=True)
+    tracker.reserve_tokens(5)
+    broken = method_variant(
+        RequestTracker,
+        "release_token_reservation",
+        Change(
+            "release_token_reservation",
+            bug,
+            "self._reserved_tokens -= tokens",
+            f"self._reserved_tokens -= {new}",
+        ),
+    )
+    with pytest.raises(
+        icontract.ViolationError, match="ADM-TOK-5: the rollback removes exactly the token"
+    ):
+        broken(tracker, 2)
+
+
+def test_a_token_reservation_of_one_too_many_is_caught() -> None:
+    """ADM-TOK-5: a `reserve_tokens` that holds one token more than asked (and writes it to
+    counter 1, so the counter agrees) is caught by "a token reservation adds its tokens"."""
+    tracker, _ = _tracker(share_tokens=True)
+    broken = method_variant(
+        RequestTracker,
+        "reserve_tokens",
+        Change(
+            "reserve_tokens",
+            "holds one token too many",
+            "self._reserved_tokens += tokens",
+            "self._reserved_tokens += tokens + 1",
+        ),
+    )
+    with pytest.raises(
+        icontract.ViolationError, match="ADM-TOK-5: a token reservation adds its tokens"
+    ):
+        broken(tracker, 3)
+
+
+def test_a_parent_without_children_or_also_a_request_is_inconsistent() -> None:
+    """ADM-TRK-6: the whole-structure check refuses a parent with no live child, and a
+    parent id that is also tracked as a request; it compares ids by value."""
+    tracker, _ = _tracker()
+    tracker.add("p", n=2)
+    tracker._parents["q"] = {}
+    assert not tracker_module._consistent(tracker)
+    del tracker._parents["q"]
+    tracker._states["p"] = tracker_module._RequestState(None, 0, False)
+    assert not tracker_module._consistent(tracker)
+    del tracker._states["p"]
+    tracker._states["0_p"].parent_id = "".join(["p"])  # equal to the key, another object
+    assert tracker_module._consistent(tracker)
+
+
+def test_the_reservation_guard_holds_without_contracts() -> None:
+    """ADM-CTL-2: without its precondition, `reserve` still refuses n = 0; nothing changes."""
+    tracker, counters = _tracker()
+    with pytest.raises(ValueError, match="ADM-CTL-2: n must be an int >= 1"):
+        _without_contracts("reserve")(tracker, 0)  # type: ignore[operator]
+    assert tracker.num_reserved == 0 and counters[0] == 0
+
+
+def test_a_negative_token_reservation_is_refused_by_the_precondition() -> None:
+    """ADM-TOK-5: the precondition of `reserve_tokens` itself refuses -1."""
+    tracker, _ = _tracker(share_tokens=True)
+    with pytest.raises(ValueError, match="ADM-TOK-5: a token reservation is an int >= 0"):
+        tracker.reserve_tokens(-1)
+    assert tracker.num_reserved_tokens == 0
