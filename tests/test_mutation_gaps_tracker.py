@@ -637,3 +637,61 @@ def test_a_negative_token_reservation_is_refused_by_the_precondition() -> None:
     with pytest.raises(ValueError, match="ADM-TOK-5: a token reservation is an int >= 0"):
         tracker.reserve_tokens(-1)
     assert tracker.num_reserved_tokens == 0
+
+
+def test_a_request_queues_one_prompt_token_unless_told() -> None:
+    """ADM-TRK-4: `add` without a prompt length queues 1 token per child (the default of
+    `num_prompt_tokens`, as `check_admission`'s)."""
+    tracker = RequestTracker()
+    tracker.add("a")
+    tracker.add("p", n=2)
+    assert tracker.get_num_queued_tokens() == 3
+
+
+def test_counter_1_holds_queued_plus_reserved_tokens() -> None:
+    """ADM-TOK-5: with 1 queued token and 1 reserved, counter 1 holds their sum 2 (the
+    frame condition adds them; a bitwise 1 ^ 1 would expect 0)."""
+    tracker, counters = _tracker(share_tokens=True)
+    tracker.add("a", num_prompt_tokens=1)
+    tracker.reserve_tokens(1)
+    assert counters[1] == 2
+    tracker.reserve_tokens(3)
+    tracker.release_token_reservation(3)
+    assert counters[1] == 2
+
+
+def test_a_rollback_that_does_not_write_the_slot_is_caught() -> None:
+    """ADM-CTL-6: a `release_reservation` that lowers its count but leaves the slot as it
+    was is caught by "the slot is rolled back"."""
+    tracker, counters = _tracker()
+    tracker.reserve(2)
+    broken = method_variant(
+        RequestTracker,
+        "release_reservation",
+        Change(
+            "release_reservation",
+            "does not write the slot",
+            "self._reserved -= n\n    self._refresh()",
+            "self._reserved -= n",
+        ),
+    )
+    with pytest.raises(icontract.ViolationError, match="ADM-CTL-6: the slot is rolled back"):
+        broken(tracker, 1)
+    assert counters[0] == 2
+
+
+@pytest.mark.parametrize(
+    "tokens, message",
+    [
+        (-1, "ADM-TOK-5: a token reservation is an int >= 0"),
+        (6, "ADM-TOK-5: only a held token reservation can be given back"),
+    ],
+)
+def test_a_bad_token_rollback_is_refused_by_its_preconditions(tokens: int, message: str) -> None:
+    """ADM-TOK-5: the preconditions of `release_token_reservation` themselves (not only the
+    guard kept for `python -O`) refuse a negative count and more than is held (5)."""
+    tracker, counters = _tracker(share_tokens=True)
+    tracker.reserve_tokens(5)
+    with pytest.raises(ValueError, match=message):
+        tracker.release_token_reservation(tokens)
+    assert tracker.num_reserved_tokens == 5 and counters[1] == 5
