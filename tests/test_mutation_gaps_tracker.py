@@ -695,3 +695,55 @@ def test_a_bad_token_rollback_is_refused_by_its_preconditions(tokens: int, messa
     with pytest.raises(ValueError, match=message):
         tracker.release_token_reservation(tokens)
     assert tracker.num_reserved_tokens == 5 and counters[1] == 5
+
+
+def test_an_add_that_returns_too_few_ids_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ADM-TRK-1: an `add` of n = 2 that registers both children but returns only the
+    first id (a prefix, so "no more than" would accept it) is caught by "the internal ids
+    are the request id, or 0_id .. (n-1)_id"."""
+    tracker, _ = _tracker()
+    broken = method_variant(
+        RequestTracker,
+        "add",
+        Change("add", "returns the first id only", "return ids", "return ids[:1]"),
+    )
+    with pytest.raises(icontract.ViolationError, match="ADM-TRK-1: the internal ids are"):
+        broken(tracker, "p", 2)
+
+
+def test_a_large_reservation_is_taken_over_one_by_one() -> None:
+    """ADM-TRK-7: 600 reservations held, one request registers: 599 stay (past the
+    small-int cache: an identity comparison of the counts would trip)."""
+    tracker, counters = _tracker()
+    tracker.reserve(600)
+    tracker.add("a")
+    assert tracker.num_reserved == 599 and counters[0] == 600
+
+
+def test_a_finish_that_does_not_write_the_slot_is_caught() -> None:
+    """ADM-TRK-5: a `finish` that forgets the request but not the slot is caught by
+    "finish refreshes the slot"."""
+    tracker, counters = _tracker()
+    tracker.add("a")
+    broken = method_variant(
+        RequestTracker,
+        "finish",
+        Change(
+            "finish",
+            "does not write the slot",
+            "self._drop(request_id)\n    self._refresh()",
+            "self._drop(request_id)",
+        ),
+    )
+    with pytest.raises(icontract.ViolationError, match="ADM-TRK-5: finish refreshes the slot"):
+        broken(tracker, "a")
+    assert counters[0] == 1
+
+
+def test_share_tokens_is_a_keyword() -> None:
+    """ADM-TOK-1: `share_tokens` is keyword-only, so a stray second positional argument is a
+    TypeError, not a silent switch."""
+    stats = SharedAdmissionStats([0] * 16, 2, 0)
+    with pytest.raises(TypeError):
+        RequestTracker(stats, True)  # type: ignore[misc]
+    assert RequestTracker(stats, share_tokens=True).shares_tokens
