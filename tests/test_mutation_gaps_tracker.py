@@ -745,5 +745,5 @@ def test_share_tokens_is_a_keyword() -> None:
     TypeError, not a silent switch."""
     stats = SharedAdmissionStats([0] * 16, 2, 0)
     with pytest.raises(TypeError):
-        RequestTracker(stats, True)  # type: ignore[misc]
+        RequestTracker(stats, True)  # type: ignore[call-arg]
     assert RequestTracker(stats, share_tokens=True).shares_tokens

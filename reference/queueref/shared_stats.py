@@ -330,9 +330,19 @@ class SharedAdmissionStats:
     def read_slot(self, client_index: int) -> int:
         """Counter 0 of slot `client_index`: exactly one `__getitem__`.
 
-        A negative value (or a non-integer) raises `AdmissionCounterError`.
+        A negative value (or a non-integer) raises `AdmissionCounterError`; an index
+        out of range is an `IndexError`, under `python -O` too.
         """
+        self._check_slot_index(client_index)
         return self._read(client_index, self.REQUEST_COUNT)
+
+    def _check_slot_index(self, client_index: object) -> None:
+        """The index check of the one-slot reads, kept under `python -O`: a negative index
+        would silently read another server's slot from the end of the buffer."""
+        if not is_index(client_index, self._client_count):
+            raise IndexError(
+                f"ADM-STATS-3: slot index {client_index!r} is not in range({self._client_count})"
+            )
 
     def _read(self, client_index: int, counter: int) -> int:
         """One `__getitem__` of counter `counter` of slot `client_index`, checked."""
@@ -348,8 +358,10 @@ class SharedAdmissionStats:
     def read_tokens_slot(self, client_index: int) -> int:
         """Counter 1 of slot `client_index` (its queued tokens): exactly one `__getitem__`.
 
-        A negative value (or a non-integer) raises `AdmissionCounterError`.
+        A negative value (or a non-integer) raises `AdmissionCounterError`; an index
+        out of range is an `IndexError`, under `python -O` too.
         """
+        self._check_slot_index(client_index)
         return self._read(client_index, self.QUEUED_TOKENS)
 
     @icontract.require(
