@@ -300,7 +300,7 @@ def failing_line(program: str) -> int:
 
 def run_program(program: str) -> BaseException | None:
     """Execute a failing program; return what it raised (and check where), or None."""
-    code = compile(program, "<failing program>", "exec")
+    code = compile(program, "<failing program>", "exec", optimize=0)  # its asserts under -O too
     try:
         exec(code, {})
     except BaseException as exc:  # AssertionError, pytest's Failed, a contract, ...
@@ -385,6 +385,7 @@ def test_strict_mode_requires_rejecting_precondition_violations() -> None:
     assert "# FAILS: returns without raising" in caught.value.program
 
 
+@pytest.mark.guard
 def test_unknown_policy_is_rejected_before_anything_runs() -> None:
     """ORC-CRQ-7, RQ-POL-2: a bad policy raises ValueError; the factory is never called."""
     calls: list[int] = []
@@ -570,6 +571,7 @@ class Nondeterministic(PlainFCFS):
         return self._items.popleft()
 
 
+@pytest.mark.contracts
 def test_a_nondeterministic_queue_is_reported_as_such() -> None:
     """ORC-CRQ-5: a failure that does not replay (Hypothesis's FlakyFailure) is still one error."""
     Nondeterministic.calls = itertools.count()
