@@ -710,6 +710,7 @@ LAW_BREAKERS: list[tuple[Callable[[], Any], str]] = [
 ]
 
 
+@pytest.mark.contracts
 @pytest.mark.parametrize(("factory", "law"), LAW_BREAKERS, ids=lambda x: getattr(x, "__name__", x))
 def test_law_breakers_are_caught(factory: Callable[[], Any], law: str) -> None:
     """ORC-LAW-1, ORC-LAW-2, ORC-LAW-3, ORC-LAW-4, ORC-LAW-5, ORC-LAW-6: each is caught."""
