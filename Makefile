@@ -30,12 +30,16 @@ redis-server:
 	    apt-get install -y -q redis-server || { apt-get update -q && apt-get install -y -q redis-server; }; \
 	  else echo "redis-server is missing and this is not root: install it (apt-get install redis-server)" >&2; exit 1; fi; }
 
-## test: pytest: the in-process tests on every core, then the process-starting ones serially
-# Two runs: the in-process tests on every core, then the tests that start real
-# processes and servers one at a time, so they never compete for the cores (or ports).
+## test: pytest: the in-process tests on every core, the process-starting ones serially, the guards under python -O
+# Three runs: the in-process tests on every core, then the tests that start real
+# processes and servers one at a time, so they never compete for the cores (or ports),
+# then the `guard` tests with contracts off (python -O): bad input is refused without
+# icontract too. Only the guards: the whole suite under -O takes about 20 minutes here.
 test: setup coq
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not multiprocess and not e2e and not slow"
 	$(BIN)/python -m pytest -q -m "(multiprocess or e2e) and not slow" tests
+	$(BIN)/python -O -m pytest -q -n $(PYTEST_WORKERS) \
+		-m "guard and not contracts and not multiprocess and not e2e and not slow"
 
 ## soak: the slow tests, serially: the serve soak run (E2E-SOAK-1) and the oracle's fresh-venv install
 # Not part of `make test`: about 90 s and 2,000 connections, and a pip install from the registry.

@@ -1,4 +1,4 @@
-"""Test-wide settings: deep contracts on, and the Hypothesis profiles.
+"""Test-wide settings: deep contracts on, `python -O` passed on to workers, Hypothesis profiles.
 
 Profiles (select with HYPOTHESIS_PROFILE; the Makefile picks `ci` under CI=true):
 - `ci`: derandomized, so a run on a clean clone never flakes;
@@ -9,7 +9,13 @@ Profiles (select with HYPOTHESIS_PROFILE; the Makefile picks `ci` under CI=true)
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
+
+# `python -O -m pytest -n 2` would test with contracts on: pytest-xdist starts its workers
+# as plain `python`, so the flag reaches them only through the environment.
+if sys.flags.optimize:
+    os.environ["PYTHONOPTIMIZE"] = str(sys.flags.optimize)
 
 # Whole-structure contracts (RQ-IMPL-1, RQ-PRI-6, ...) are for tests: on before queueref loads.
 os.environ.setdefault("QUEUEREF_DEEP_CHECKS", "1")

@@ -122,6 +122,7 @@ def test_num_counters(count: int, expected: int) -> None:
     assert SharedAdmissionStats.num_counters(count) == expected
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("count", [0, -1, 1.0, True, "2", None])
 def test_num_counters_bad_input(count: Any) -> None:
     """ADM-LAYOUT-2: not a positive int -> ValueError."""
@@ -179,6 +180,7 @@ def test_shared_stats_short_buffer() -> None:
     SharedAdmissionStats([0] * 16, 2, 1)  # exactly long enough is fine
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("count", [-1, 1.5, True, "3"])
 def test_set_num_requests_refuses_bad_counts(count: Any) -> None:
     """ADM-STATS-2: counts are never negative; nothing is written."""
@@ -197,6 +199,7 @@ def test_set_num_requests_writes_only_the_own_slot() -> None:
     assert buffer.log == [("write", 16, 9)]
 
 
+@pytest.mark.contracts
 def test_write_contract_catches_a_write_into_another_slot() -> None:
     """ADM-STATS-2 has teeth: a corrupt slot offset writing the neighbour's slot is caught."""
     counters = [0] * 16
@@ -215,6 +218,7 @@ def test_get_num_requests_reads_one_slot_at_a_time() -> None:
     assert buffer.reads() == [0, 8, 16, 24, 32]
 
 
+@pytest.mark.contracts
 def test_sum_contract_has_teeth(monkeypatch: pytest.MonkeyPatch) -> None:
     """ADM-STATS-3 has teeth: a read loop that drops the values violates the postcondition."""
     import queueref.models.protocol as protocol_module
@@ -234,6 +238,7 @@ def test_read_slot_out_of_range() -> None:
         stats.read_slot(2)
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("bad", [-1, -(2**63)])
 def test_negative_slot_value_is_an_error(bad: int) -> None:
     """ADM-CTL-8: a negative count read from a slot is an error, never an admission."""
@@ -288,6 +293,7 @@ def test_allocation_only_with_several_servers_and_a_limit() -> None:
     assert counters._type_ is ctypes.c_longlong
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize(("servers", "limit"), [(0, 10), (-1, 10), (2, -1), (2, 1.5), (2.0, 3)])
 def test_allocation_bad_input(servers: Any, limit: Any) -> None:
     """ADM-ALLOC-1: bad input is a ValueError."""
@@ -440,6 +446,7 @@ def test_reserve_token_rejection_rolls_back() -> None:
     assert counters[8] == 1 and tracker.num_reserved == 0
 
 
+@pytest.mark.contracts
 def test_reserve_mode_on_the_local_count() -> None:
     """ADM-CTL-9: without shared stats the reservation is in the local count."""
     controller = local_server(2, max_num_queued_reqs=4, mode="reserve")
@@ -493,6 +500,7 @@ def test_check_interleaves_between_reads() -> None:
     assert check.decide() == 1
 
 
+@pytest.mark.contracts
 def test_step_api_misuse_is_refused() -> None:
     """ADM-CTL-7: decide before reading everything, or reading past the end, is refused."""
     servers = shared_servers(2, 2)
@@ -519,6 +527,7 @@ def test_abandoned_check_gives_the_reservation_back() -> None:
     assert counters[8] == 0 and not check.is_open and servers[1].tracker.num_reserved == 0
 
 
+@pytest.mark.contracts
 def test_decision_contract_has_teeth(monkeypatch: pytest.MonkeyPatch) -> None:
     """ADM-CTL-3 has teeth: a decision step that always admits is caught by the postcondition."""
     monkeypatch.setattr("queueref.admission.protocol.admits", lambda *args: True)
@@ -549,6 +558,7 @@ def test_token_rule_uses_only_the_own_tokens() -> None:
 # Bad input
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize(
     "limits",
     [
@@ -566,6 +576,7 @@ def test_bad_limits(limits: dict[str, Any]) -> None:
         AdmissionController(**limits)
 
 
+@pytest.mark.guard
 def test_bad_mode_and_mismatched_tracker() -> None:
     """ADM-CTL-1: an unknown mode, or a tracker refreshing other stats, is a ValueError."""
     with pytest.raises(ValueError, match="ADM-CTL-1"):
@@ -577,6 +588,7 @@ def test_bad_mode_and_mismatched_tracker() -> None:
         AdmissionController(3, tracker=RequestTracker(stats))
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("n", [0, -1, 1.0, True, "1", None])
 def test_bad_n(n: Any) -> None:
     """ADM-CTL-2: n must be an int >= 1; nothing changes."""
@@ -587,6 +599,7 @@ def test_bad_n(n: Any) -> None:
     assert counters == [0] * 16 and servers[0].tracker.num_reserved == 0
 
 
+@pytest.mark.guard
 def test_rejection_changes_no_count() -> None:
     """ADM-CTL-6: a rejected request leaves every slot and every tracker as they were."""
     for mode in ("shared", "reserve"):

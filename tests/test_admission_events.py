@@ -88,6 +88,7 @@ def test_json_round_trip_one_line() -> None:
     assert AdmissionEvent.from_json(plain.to_json()) == plain
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize(
     "line",
     [

@@ -134,6 +134,7 @@ def test_cancellation_gives_every_slot_back() -> None:
     assert server.tracker.get_num_unfinished_requests() == 0
 
 
+@pytest.mark.guard
 def test_bad_id_is_refused_before_the_check() -> None:
     """ADM-FRONT-1, ADM-CTL-6: a duplicate id is a ValueError and reserves nothing."""
     server = front(5, "reserve")

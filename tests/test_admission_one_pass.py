@@ -136,6 +136,7 @@ def test_one_pass_check_decides_as_the_stepwise_check(
         assert getattr(fast_server.tracker, attribute) == getattr(slow_server.tracker, attribute)
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("counter", [REQUESTS, TOKENS])
 def test_a_negative_slot_is_refused_naming_it_and_reservations_given_back(counter: int) -> None:
     """ADM-CTL-8, ADM-CTL-11: a negative value in either pass is an AdmissionCounterError
@@ -215,6 +216,7 @@ def test_the_comparison_refutes_a_broken_one_pass_read(
     assert fast_outcome != slow_outcome  # wrong stride: view 3 + 7 + 10**6; skipped: 4 + 2
 
 
+@pytest.mark.contracts
 @pytest.mark.parametrize("mode", ["check-then-write", "write-then-check"])
 def test_the_postconditions_bind_the_one_pass_check(
     monkeypatch: pytest.MonkeyPatch, mode: str

@@ -106,6 +106,7 @@ def test_set_num_queued_tokens_writes_only_counter_1_of_the_own_slot() -> None:
     assert counters[9] == 99
 
 
+@pytest.mark.contracts
 def test_token_frame_condition_has_teeth() -> None:
     """ADM-TOK-1 has teeth: a token write that lands in counter 0 is caught by the frame."""
 
@@ -125,6 +126,7 @@ def test_share_tokens_needs_shared_stats() -> None:
     assert not tracker.shares_tokens
 
 
+@pytest.mark.contracts
 def test_prefill_write_contract_has_teeth() -> None:
     """ADM-TOK-1 has teeth: a tracker that leaves counter 1 high at prefill_done is caught."""
     counters = [0] * 16
@@ -239,6 +241,7 @@ def test_fits_counts_every_sample() -> None:
         servers[0].check_admission(3, 34)
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("bad", [-1, 1.5, True, "10", None])
 def test_bad_prompt_length_writes_nothing(bad: Any) -> None:
     """ADM-TOK-3: a bad prompt length is a ValueError before any write or reservation."""
@@ -252,12 +255,14 @@ def test_bad_prompt_length_writes_nothing(bad: Any) -> None:
     assert counters == [0] * 16 and servers[0].tracker.num_reserved_tokens == 0
 
 
+@pytest.mark.guard
 def test_bad_token_rule() -> None:
     """ADM-TOK-3: an unknown rule is a ValueError at construction."""
     with pytest.raises(ValueError, match="ADM-TOK-3"):
         AdmissionController(None, 10, token_rule="gt")  # type: ignore[arg-type]
 
 
+@pytest.mark.contracts
 def test_token_decision_contract_has_teeth(monkeypatch: pytest.MonkeyPatch) -> None:
     """ADM-CTL-4, ADM-TOK-3 have teeth: a token decision that always admits is caught."""
     # The module the controller decides with (admission imports it as `protocol`).
@@ -341,6 +346,7 @@ def test_cancel_gives_the_token_reservation_back() -> None:
     assert counters[0] == 0 and counters[1] == 0
 
 
+@pytest.mark.guard
 def test_release_more_tokens_than_held_is_refused() -> None:
     """ADM-TOK-5: token reservations are never negative; a bad release changes nothing."""
     counters = [0] * 16
@@ -418,6 +424,7 @@ class ForgetfulState:
         return self._tokens if self.is_prefilling else 0
 
 
+@pytest.mark.contracts
 def test_prefill_done_contract_has_teeth() -> None:
     """ADM-TOK-4 has teeth: a prefill_done that takes no token out of the count is caught."""
     tracker = RequestTracker()

@@ -192,6 +192,7 @@ def test_modes_change_the_rule_the_measure_and_the_bound() -> None:
     assert check_admission_trace(local, 3, 1, mode="locked").bound_holds is False
 
 
+@pytest.mark.guard
 def test_bad_parameters_are_rejected() -> None:
     """ORC-TR-10: unknown mode, N < 1, M < 0, W < 1."""
     for kwargs in (
@@ -293,6 +294,7 @@ MALFORMED = [
 ]
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize(("text", "line", "field"), MALFORMED)
 def test_malformed_lines_name_the_line_and_the_field(
     text: str, line: int, field: str | None, tmp_path: Path
@@ -328,6 +330,7 @@ def test_cli_reports_and_sets_the_exit_status(
     assert out.rstrip().endswith("FAILED")
 
 
+@pytest.mark.guard
 def test_cli_malformed_input_is_one_line_and_no_traceback(tmp_path: Path) -> None:
     """ORC-TR-9, ORC-TR-11: exit 2, one line on stderr naming line and field, in a real process."""
     bad = tmp_path / "bad.jsonl"
@@ -476,6 +479,7 @@ UNTRUSTED = [
 ]
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize(("text", "line", "field", "words"), UNTRUSTED)
 def test_untrusted_lines_are_one_line_errors(
     text: str | bytes, line: int, field: str | None, words: str, tmp_path: Path
@@ -496,6 +500,7 @@ def test_untrusted_lines_are_one_line_errors(
     assert done.stderr.startswith(f"queueref check-trace: {path}:{line}: ")
 
 
+@pytest.mark.guard
 def test_a_server_index_out_of_range_is_an_error_not_a_larger_bound(tmp_path: Path) -> None:
     """ORC-TR-11: an index >= --servers, or a gap when N is inferred, is exit 2 at its line."""
     path = tmp_path / "far.jsonl"

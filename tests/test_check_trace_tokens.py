@@ -95,6 +95,7 @@ def test_a_forbidden_token_admission_is_caught(
     assert "token view 6 + tokens 5 <= token cap 10" in strict.violations[0].message
 
 
+@pytest.mark.guard
 def test_a_broken_token_bound_and_bad_token_records_are_reported() -> None:
     """ORC-TR-14: 24 queued tokens break 9 + 2 * 6 = 21; a view below the own tokens, too."""
     stale = [

@@ -26,6 +26,7 @@ def test_durations(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("text", ["", "soon", "1h", "-1s", "nan", "inf", "1e999"])
 def test_bad_durations(text: str) -> None:
     """E2E-CLI-2: anything else is refused."""
@@ -60,6 +61,7 @@ USAGE_ERRORS = [
 ]
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("argv", USAGE_ERRORS, ids=lambda argv: " ".join(argv) or "nothing")
 def test_usage_errors_are_one_line_and_exit_2(
     argv: list[str], capsys: pytest.CaptureFixture[str]
@@ -118,6 +120,7 @@ def test_bound_table_clamps_weights_above_the_cap(capsys: pytest.CaptureFixture[
     )
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize(
     ("argv", "words"),
     [

@@ -39,6 +39,7 @@ def test_OB_LEASE_1_without_the_dropped_term_the_bound_is_broken() -> None:
     assert not explore_leases(2, 2, 1, 0).worst_total > 3  # no lapse: OB-BOUND-1
 
 
+@pytest.mark.guard
 def test_OB_LEASE_1_bad_bounds_name_the_problem() -> None:
     for bad, field in (
         ((0, 1, 1, 1), "servers"),

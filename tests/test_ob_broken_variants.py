@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from queueref.models.explorer import (
     AsyncGap,
     CheckThenWrite,
@@ -94,6 +96,7 @@ def test_the_bound_check_fails_on_the_async_gap() -> None:
     assert tool.check_row(_row(2, 2, 1, real)) == []
 
 
+@pytest.mark.contracts
 def test_crosshair_refutes_the_async_gap_in_the_atomic_model() -> None:
     """OB-BROKEN-1, OB-ATOMIC-1: the atomic step that lets a server pass a second check
     before writing the first is refuted by CrossHair with a concrete counterexample."""

@@ -138,6 +138,7 @@ def test_manifests_cover_every_transition_and_pair_every_confirmation(
             assert entry["breaks"] in run_proofs.conditions(ROOT / file_part, function)
 
 
+@pytest.mark.contracts
 def test_a_confirmed_obligation_and_its_refuted_mutant(run_proofs: ModuleType) -> None:
     """OB-FINE-1, OB-BOUND-1: CrossHair confirms fine_n2_decide_0 over all paths and refutes
     its mutant (a decision that forgets n) with a counterexample."""
@@ -155,6 +156,7 @@ def _counterexample_args(detail: str, function: str) -> list[int]:
     return [int(x) for x in match.group(1).split(",")]
 
 
+@pytest.mark.contracts
 def test_dropping_a_conjunct_gives_a_counterexample(run_proofs: ModuleType) -> None:
     """OB-FINE-2: without the `order` conjunct the invariant is not inductive: CrossHair
     finds a state where it holds, server 0 decides, and it no longer holds. The
@@ -173,6 +175,7 @@ def test_dropping_a_conjunct_gives_a_counterexample(run_proofs: ModuleType) -> N
     assert not ind.fine_invariant(2, cap, weight, state)  # not a state the invariant allows
 
 
+@pytest.mark.contracts
 def test_the_natural_potential_is_not_inductive(run_proofs: ModuleType) -> None:
     """OB-FINE-2: CrossHair refutes the natural potential, and the research note's
     counterexample (N=3, M=3, W=1) breaks it concretely: a finish makes it grow 5 -> 6."""
@@ -274,6 +277,7 @@ def breaks_p2(x: int) -> int:
 """
 
 
+@pytest.mark.contracts
 def test_run_proofs_rejects_a_crashing_mutant_and_one_that_breaks_another_condition(
     run_proofs: ModuleType, tmp_path: Path
 ) -> None:
@@ -373,6 +377,7 @@ def test_the_invariants_hold_on_concrete_runs_and_imply_the_bound() -> None:
             assert ind.atomic_bound(servers, cap, weight, state)
 
 
+@pytest.mark.contracts
 def test_the_obligation_functions_check_their_contracts_on_concrete_runs() -> None:
     """OB-FINE-1: the generated obligations, called on reachable states, pass icontract's
     runtime checks -- the contracts are wired to the right parameters."""

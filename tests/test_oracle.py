@@ -300,7 +300,7 @@ def failing_line(program: str) -> int:
 
 def run_program(program: str) -> BaseException | None:
     """Execute a failing program; return what it raised (and check where), or None."""
-    code = compile(program, "<failing program>", "exec")
+    code = compile(program, "<failing program>", "exec", optimize=0)  # its asserts under -O too
     try:
         exec(code, {})
     except BaseException as exc:  # AssertionError, pytest's Failed, a contract, ...
@@ -385,6 +385,7 @@ def test_strict_mode_requires_rejecting_precondition_violations() -> None:
     assert "# FAILS: returns without raising" in caught.value.program
 
 
+@pytest.mark.guard
 def test_unknown_policy_is_rejected_before_anything_runs() -> None:
     """ORC-CRQ-7, RQ-POL-2: a bad policy raises ValueError; the factory is never called."""
     calls: list[int] = []
@@ -570,6 +571,7 @@ class Nondeterministic(PlainFCFS):
         return self._items.popleft()
 
 
+@pytest.mark.contracts
 def test_a_nondeterministic_queue_is_reported_as_such() -> None:
     """ORC-CRQ-5: a failure that does not replay (Hypothesis's FlakyFailure) is still one error."""
     Nondeterministic.calls = itertools.count()
@@ -708,6 +710,7 @@ LAW_BREAKERS: list[tuple[Callable[[], Any], str]] = [
 ]
 
 
+@pytest.mark.contracts
 @pytest.mark.parametrize(("factory", "law"), LAW_BREAKERS, ids=lambda x: getattr(x, "__name__", x))
 def test_law_breakers_are_caught(factory: Callable[[], Any], law: str) -> None:
     """ORC-LAW-1, ORC-LAW-2, ORC-LAW-3, ORC-LAW-4, ORC-LAW-5, ORC-LAW-6: each is caught."""

@@ -157,6 +157,7 @@ def test_max_calls_bounds_the_calls_of_a_program(max_calls: int) -> None:
     assert CallCounting.most > min(max_calls, 20) // 2
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize(
     "options",
     [

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -104,6 +105,7 @@ def crosshair(target: str, timeout: float = 3) -> str:
     return done.stdout + done.stderr
 
 
+@pytest.mark.contracts
 def test_crosshair_refutes_the_broken_copy() -> None:
     """RQ-FCFS-3, RQ-ALL-6: the check `make verify` runs on the module refutes a broken copy.
 

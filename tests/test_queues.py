@@ -81,6 +81,7 @@ def test_queues_accept_vllm_shaped_requests(cls: type[RequestQueue]) -> None:
     assert queue.pop_request().request_id == expected[0]
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("cls", QUEUE_CLASSES)
 @pytest.mark.parametrize("missing", ["request_id", "priority", "arrival_time"])
 def test_non_request_is_rejected_naming_the_field(cls: type[RequestQueue], missing: str) -> None:
@@ -121,6 +122,7 @@ def test_factory_accepts_enum_and_string(policy: Any, cls: type) -> None:
     assert {p.value for p in SchedulingPolicy} == {"fcfs", "priority"}
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("policy", ["lifo", "FCFS", "", None, 3])
 def test_unknown_policy_lists_the_valid_ones(policy: Any) -> None:
     """RQ-POL-2"""
@@ -143,6 +145,7 @@ def test_add_and_prepend_grow_by_one(cls: type[RequestQueue]) -> None:
     assert len(queue) == 2 and a in queue and b in queue
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("cls", QUEUE_CLASSES)
 def test_duplicate_request_is_rejected_and_queue_unchanged(cls: type[RequestQueue]) -> None:
     """RQ-ALL-2, RQ-ALL-3"""
@@ -202,6 +205,7 @@ def test_remove_requests_ignores_absent_and_repeats(cls: type[RequestQueue]) -> 
     assert ids(queue) == ["b"]
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("cls", QUEUE_CLASSES)
 def test_remove_requests_with_bad_member_changes_nothing(cls: type[RequestQueue]) -> None:
     """RQ-ALL-7, RQ-REQ-3: validation happens before any removal."""
@@ -223,6 +227,7 @@ def test_prepend_requests_moves_all_and_leaves_source(cls: type[RequestQueue]) -
     assert len(queue) == 3 and ids(other) == ["x", "y"]
 
 
+@pytest.mark.contracts
 @pytest.mark.parametrize("cls", QUEUE_CLASSES)
 def test_prepend_requests_bad_input_changes_nothing(cls: type[RequestQueue]) -> None:
     """RQ-ALL-8: itself, or a shared request id, is rejected before anything moves."""
@@ -398,6 +403,7 @@ class TwoPerRemoveMany(FCFSRequestQueue):
             del self._index[gone.request_id]
 
 
+@pytest.mark.contracts
 @pytest.mark.parametrize(
     "cls, action, requirement",
     [
@@ -490,6 +496,7 @@ class ClampedPriority(PriorityRequestQueue):
         self._entries[request_id] = entry
 
 
+@pytest.mark.contracts
 @pytest.mark.parametrize(
     "cls, action, requirement, deep",
     [
@@ -601,6 +608,7 @@ class ListQueue(RequestQueue):
         return iter(list(self.items))
 
 
+@pytest.mark.contracts
 def test_abc_contracts_bind_foreign_subclasses_only_cheaply_by_default() -> None:
     """RQ-COST-1: without deep checks no default contract scans a foreign queue."""
     was = queueref.config.deep_checks()
@@ -619,6 +627,7 @@ def test_abc_contracts_bind_foreign_subclasses_only_cheaply_by_default() -> None
         queueref.config.set_deep_checks(was)
 
 
+@pytest.mark.contracts
 def test_foreign_subclass_with_a_lying_bool_is_refuted() -> None:
     """RQ-ALL-10: the ABC's contract on __bool__ binds subclasses."""
 
@@ -656,6 +665,7 @@ print("ok")
     assert done.stdout.strip() == "ok"
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("cls", QUEUE_CLASSES)
 @pytest.mark.parametrize(
     "fields, error, field",
@@ -685,6 +695,7 @@ def test_unorderable_fields_are_rejected_before_the_queue_changes(
     assert list(queue) == [] and not queue
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize(
     "kwargs, error",
     [

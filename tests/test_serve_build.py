@@ -109,6 +109,7 @@ def test_read_events_without_a_store_starts_at_server_0(tmp_path: Path) -> None:
     assert [(e.server, e.request_id) for e in events] == [(0, "r0"), (1, "r1")]
 
 
+@pytest.mark.guard
 def test_read_events_refuses_an_event_in_the_wrong_file(tmp_path: Path) -> None:
     """ORC-TR-13: an event of server 2 in server-3.jsonl is a TraceFormatError, not merged."""
     write_jsonl([AdmissionEvent(1.0, 2, "admit", "a", 1, view=0)], tmp_path / "server-2.jsonl")

@@ -69,6 +69,7 @@ class SumsTheOtherCounter(SharedAdmissionStats):
         return super()._sum_counter(self.QUEUED_TOKENS - counter)
 
 
+@pytest.mark.contracts
 def test_each_sum_contract_names_its_counter() -> None:
     """ADM-STATS-3, ADM-TOK-2 have teeth: a sum of the wrong counter breaks each one's own."""
     assert config.deep_checks()  # the deep postconditions re-read the private buffer
@@ -79,6 +80,7 @@ def test_each_sum_contract_names_its_counter() -> None:
         stats.get_num_queued_tokens()
 
 
+@pytest.mark.contracts
 def test_token_sum_contract_catches_a_loop_that_drops_the_values(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -98,6 +100,7 @@ class ReadsMinusOne(SharedAdmissionStats):
         return -1
 
 
+@pytest.mark.contracts
 def test_each_slot_read_contract_refuses_a_negative_value() -> None:
     """ADM-STATS-3, ADM-TOK-2 have teeth: a read that returns -1 breaks each one's own."""
     stats = ReadsMinusOne(buffer(), 3, 0)
@@ -107,6 +110,7 @@ def test_each_slot_read_contract_refuses_a_negative_value() -> None:
         stats.read_tokens_slot(0)
 
 
+@pytest.mark.contracts
 @pytest.mark.parametrize("index", [-1, 3])
 def test_each_slot_read_refuses_an_index_out_of_range(index: int) -> None:
     """ADM-STATS-3, ADM-TOK-2: a slot index outside 0..N-1 is an IndexError naming the ID."""

@@ -84,6 +84,7 @@ def test_OB_TOK_1_the_rules() -> None:
     assert not admits_tokens(Rule.GE, 0, 1, 0) and not admits_tokens(Rule.FITS, 0, 1, 0)
 
 
+@pytest.mark.guard
 def test_OB_TOK_1_bad_bounds_name_the_problem() -> None:
     """OB-TOK-1: bad bounds raise ValueError naming them."""
     for bad, field in (((0, 1, 1), "servers"), ((1, -1, 1), "limit"), ((1, 1, 0), "prompt")):

@@ -46,6 +46,7 @@ def test_add_single_and_parallel() -> None:
     assert child_request_ids("x", 2) == ["0_x", "1_x"]
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize(
     ("request_id", "n", "tokens"),
     [("a", 1, 1), ("b", 2, 1), ("0_b", 1, 1), ("c", 0, 1), ("c", 2, -1), ("c", 1.0, 1), (7, 1, 1)],
@@ -62,6 +63,7 @@ def test_add_is_all_or_nothing(request_id: Any, n: Any, tokens: Any) -> None:
     assert tracker.get_num_queued_tokens() == 15 and buffer[8] == 3
 
 
+@pytest.mark.guard
 def test_child_id_collision_with_a_later_parent() -> None:
     """ADM-TRK-1: a new parallel request whose child id is already tracked is refused whole."""
     tracker = RequestTracker()
@@ -102,6 +104,7 @@ def test_finish() -> None:
     assert not tracker.has_request("p") and tracker.get_num_unfinished_requests() == 0
 
 
+@pytest.mark.guard
 def test_finish_unknown_is_a_key_error() -> None:
     """ADM-TRK-3: an unknown id (or a parent id) -> KeyError, nothing changes."""
     tracker = RequestTracker()
@@ -151,6 +154,7 @@ def test_slot_refreshed_at_exactly_three_exits() -> None:
     assert buffer.values == [0] * 16
 
 
+@pytest.mark.guard
 def test_failed_add_writes_nothing() -> None:
     """ADM-TRK-5, ADM-TRK-1: a refused registration does not refresh."""
     buffer = WriteLog()
@@ -188,6 +192,7 @@ def test_reservations() -> None:
     assert buffer[0] == 6 and tracker.num_reserved == 0
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("n", [0, -1, 4])
 def test_release_more_than_held_is_refused(n: int) -> None:
     """ADM-TRK-7: reservations are never negative; a bad release changes nothing."""
@@ -199,6 +204,7 @@ def test_release_more_than_held_is_refused(n: int) -> None:
     assert tracker.num_reserved == 3 and buffer[0] == 3
 
 
+@pytest.mark.contracts
 def test_refresh_contract_has_teeth() -> None:
     """ADM-TRK-5 has teeth: a tracker that skips the refresh is caught by a postcondition."""
 
@@ -211,6 +217,7 @@ def test_refresh_contract_has_teeth() -> None:
         tracker.add("a")
 
 
+@pytest.mark.contracts
 def test_invariant_has_teeth() -> None:
     """ADM-TRK-6 has teeth: a cached token count that drifts from the requests is caught."""
     assert queueref.config.deep_checks()
@@ -221,6 +228,7 @@ def test_invariant_has_teeth() -> None:
         tracker.get_num_unfinished_requests()
 
 
+@pytest.mark.guard
 def test_abort_with_a_bad_id_changes_nothing() -> None:
     """ADM-TRK-2: every id is checked before any request is dropped; the slot stays true."""
     from queueref import RequestTracker, SharedAdmissionStats

@@ -37,6 +37,7 @@ COUNT_ENTRY_POINTS: list[tuple[str, Callable[[Any], object]]] = [
 ]
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize(
     ("where", "call"), COUNT_ENTRY_POINTS, ids=[w for w, _ in COUNT_ENTRY_POINTS]
 )
@@ -63,6 +64,7 @@ def test_the_same_entry_points_accept_the_int() -> None:
     assert check_admission_trace([], 1, 1).ok
 
 
+@pytest.mark.guard
 def test_a_bool_priority_or_arrival_time_is_not_a_request_field() -> None:
     """RQ-REQ-3, RQ-REQ-4: a bool priority or arrival time is a TypeError naming the field."""
     with pytest.raises(TypeError, match="priority"):
@@ -71,6 +73,7 @@ def test_a_bool_priority_or_arrival_time_is_not_a_request_field() -> None:
         Request("a", arrival_time=False)
 
 
+@pytest.mark.guard
 def test_the_validators_refuse_bools() -> None:
     assert is_int(1) and not is_int(True) and not is_int(1.0)
     assert is_int_at_least(2, 1) and not is_int_at_least(True, 1)
@@ -116,6 +119,7 @@ def test_the_old_mode_names_still_build_the_same_controller(old: str, new: str) 
     assert MODES[old] is MODES[new]
 
 
+@pytest.mark.guard
 def test_an_unknown_mode_is_refused() -> None:
     """ADM-CTL-1: the controller runs two protocols; locked and local are built around it."""
     for bad in ("locked", "local", "fast", True):

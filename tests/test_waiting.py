@@ -157,12 +157,14 @@ def test_the_examples_in_the_lifecycle_docstrings_run(module: str) -> None:
     assert result.failed == 0 and result.attempted > 0
 
 
+@pytest.mark.guard
 def test_construction_rejects_unknown_policy() -> None:
     """WL-POL-1: an unknown policy is a ValueError (RQ-POL-2)."""
     with pytest.raises(ValueError, match="RQ-POL-2"):
         WaitingQueues("lifo")
 
 
+@pytest.mark.contracts
 def test_invariants_catch_tampering(policy: SchedulingPolicy) -> None:
     """WL-CONS-1, WL-CONS-2: state changed behind the class's back is reported."""
     wq = populated(policy)
@@ -181,6 +183,7 @@ def test_invariants_catch_tampering(policy: SchedulingPolicy) -> None:
         wq.select_waiting_queue()
 
 
+@pytest.mark.contracts
 def test_cheap_contracts_still_count(policy: SchedulingPolicy) -> None:
     """WL-CONS-1: without deep checks, the O(1) count still catches a lost request."""
     previous = queueref.config.deep_checks()
@@ -233,6 +236,7 @@ class _ForeignStatus:
     status = "WAITING"  # not a queueref RequestStatus
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize(
     ("make", "error"),
     [
@@ -345,6 +349,7 @@ def test_step_max_running(policy: SchedulingPolicy) -> None:
     assert ids(wq.schedule_step(decisions({}, RUN), max_running=3)) == ["w2"]
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize(
     ("kwargs", "error"),
     [
@@ -668,6 +673,7 @@ def test_preempt(policy: SchedulingPolicy) -> None:
     assert ids(wq.waiting) == expected and ids(wq.skipped_waiting) == ["blocked"]
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize(
     ("pick", "error"),
     [
@@ -709,6 +715,7 @@ def test_finish_default_status(policy: SchedulingPolicy) -> None:
     assert r1.status is RequestStatus.FINISHED_STOPPED
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize(
     ("args", "error"),
     [
@@ -770,6 +777,7 @@ def _ids_then_boom() -> Iterator[Any]:
     yield 7
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize(
     "request_ids", [7, ["w1", 7], [b"w1"], b"w1", {"w1": 1, 2: 2}, _ids_then_boom]
 )
@@ -847,6 +855,7 @@ def _enqueue_blocked(wq: WaitingQueues) -> Any:
     return wq.enqueue(Request("a", status=KV))
 
 
+@pytest.mark.contracts
 @pytest.mark.parametrize(
     ("variant", "policy", "scenario", "caught_by"),
     [
@@ -881,6 +890,7 @@ def test_contracts_catch_broken_variants(
     assert any(f"{rule}:" in message for rule in caught_by), message
 
 
+@pytest.mark.contracts
 def test_select_contract_catches_wrong_arbitration() -> None:
     """WL-SEL-1, WL-SEL-2: select_waiting_queue's contracts catch a wrong rule."""
     fcfs = WaitingFirst("fcfs")

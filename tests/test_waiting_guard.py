@@ -190,6 +190,7 @@ def test_check_alone_cannot_emulate_the_guard() -> None:
 # broken loops (tests/waiting_variants.py): the contracts catch a guard asked in the wrong place
 
 
+@pytest.mark.contracts
 @pytest.mark.parametrize("variant", [IgnoresTheGuard, NeverAsksTheGuard, AsksTheGuardTwice])
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_contracts_catch_a_misplaced_guard(variant: type[WaitingQueues], layout: str) -> None:

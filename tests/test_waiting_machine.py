@@ -483,6 +483,7 @@ def test_machine_catches_what_cheap_contracts_miss(
     assert "model:" in str(info.value)
 
 
+@pytest.mark.contracts
 def test_machine_with_deep_checks_reports_the_contract() -> None:
     """WL-STEP-4, WL-CONS-1: with deep checks on, a lost step_skipped is a contract violation."""
     with pytest.raises(icontract.ViolationError, match="WL-"):

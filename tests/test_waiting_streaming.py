@@ -148,6 +148,7 @@ def test_abort_of_a_paused_session(layout: str) -> None:
     assert s.status is RequestStatus.FINISHED_ABORTED and wq.num_paused_sessions == 0
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("operation", ["await_stream", "continue_stream"])
 def test_stream_operations_reject_bad_input(layout: str, operation: str) -> None:
     """WL-STR-3: wrong state -> ValueError, non-request -> TypeError; nothing changes."""
@@ -212,6 +213,7 @@ def _pause_then_promote(wq: WaitingQueues) -> None:
     wq.schedule_step(lambda r: STOP, lambda r: True)
 
 
+@pytest.mark.contracts
 @pytest.mark.parametrize(
     ("variant", "scenario", "rule"),
     [

@@ -165,6 +165,7 @@ def _preempt(wq: WaitingQueues) -> Any:
     return wq.preempt(a)
 
 
+@pytest.mark.contracts
 @pytest.mark.parametrize(
     ("variant", "scenario", "rule"),
     [

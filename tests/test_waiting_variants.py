@@ -111,6 +111,7 @@ def test_a_method_rebuilt_from_its_source_unchanged_behaves_as_the_original(meth
     assert calls, f"the scenario never calls {method}"
 
 
+@pytest.mark.contracts
 def test_the_scenario_catches_a_change_it_reaches() -> None:
     """The comparison above is not vacuous: a real change on its path is caught."""
     with pytest.raises(icontract.ViolationError, match="WL-FIN-1"):
