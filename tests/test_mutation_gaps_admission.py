@@ -101,6 +101,7 @@ def test_a_fits_decision_past_the_limit_is_caught_when_backlog_and_prompt_share_
         server.check_admission(1, 6)
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("bad", [-1, -1000])
 def test_a_negative_prompt_is_refused_on_the_one_pass_path_too(bad: int) -> None:
     """ADM-TOK-3: over a RawArray (the one-pass path) an int n with a negative prompt
@@ -117,9 +118,7 @@ def test_a_negative_prompt_is_refused_on_the_one_pass_path_too(bad: int) -> None
 def test_an_admission_of_a_zero_token_prompt_can_be_cancelled() -> None:
     """ADM-TOK-5: a prompt of 0 tokens is a valid request (ADM-TOK-3: an int >= 0): its
     write-then-check admission is given back like any other."""
-    server = _controller(
-        max_num_queued_reqs=4, max_num_queued_tokens=10, mode="write-then-check"
-    )
+    server = _controller(max_num_queued_reqs=4, max_num_queued_tokens=10, mode="write-then-check")
     server.check_admission(1, 0)
     assert server.tracker.num_reserved == 1
     server.cancel_admission(1, 0)
@@ -140,6 +139,7 @@ def test_a_tracker_of_other_stats_is_refused_by_the_precondition() -> None:
         AdmissionController(4, shared_stats=mine, tracker=other)
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize(
     "limits",
     [(-1, None), (None, -1), (1.5, None), (None, True)],

@@ -116,6 +116,7 @@ def _without_contracts(name: str) -> object:
     return inspect.unwrap(getattr(RequestTracker, name))
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("tokens", [-1, 1.0, True, 6])
 def test_the_token_rollback_guard_holds_without_contracts(tokens: object) -> None:
     """ADM-TOK-5: without its preconditions, `release_token_reservation` still refuses a
@@ -129,6 +130,7 @@ def test_the_token_rollback_guard_holds_without_contracts(tokens: object) -> Non
     assert tracker.num_reserved_tokens == 5 and counters[1] == 5
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("tokens", [-1, 2.0, False])
 def test_the_token_reservation_guard_holds_without_contracts(tokens: object) -> None:
     """ADM-TOK-5: without its precondition, `reserve_tokens` still refuses a count that is
@@ -360,6 +362,7 @@ def test_an_abort_that_does_not_report_what_it_ended_is_caught() -> None:
         broken(tracker, "a")
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("n", [0, 4, 1.0, True])
 def test_the_rollback_guard_holds_without_contracts(n: object) -> None:
     """ADM-TRK-7: without its preconditions, `release_reservation` still refuses a count
@@ -623,6 +626,7 @@ def test_a_parent_without_children_or_also_a_request_is_inconsistent() -> None:
     assert tracker_module._consistent(tracker)
 
 
+@pytest.mark.guard
 def test_the_reservation_guard_holds_without_contracts() -> None:
     """ADM-CTL-2: without its precondition, `reserve` still refuses n = 0; nothing changes."""
     tracker, counters = _tracker()
@@ -639,6 +643,7 @@ def test_a_negative_token_reservation_is_refused_by_the_precondition() -> None:
     assert tracker.num_reserved_tokens == 0
 
 
+@pytest.mark.guard
 def test_a_request_queues_one_prompt_token_unless_told() -> None:
     """ADM-TRK-4: `add` without a prompt length queues 1 token per child (the default of
     `num_prompt_tokens`, as `check_admission`'s)."""
@@ -740,6 +745,7 @@ def test_a_finish_that_does_not_write_the_slot_is_caught() -> None:
     assert counters[0] == 1
 
 
+@pytest.mark.guard
 def test_share_tokens_is_a_keyword() -> None:
     """ADM-TOK-1: `share_tokens` is keyword-only, so a stray second positional argument is a
     TypeError, not a silent switch."""

@@ -13,6 +13,8 @@ import pytest
 
 from queueref import SharedAdmissionStats
 
+pytestmark = pytest.mark.guard
+
 
 @pytest.mark.parametrize("read", ["read_slot", "read_tokens_slot"])
 @pytest.mark.parametrize("index", [-1, 2, 1.0, True, None])
