@@ -753,3 +753,28 @@ def test_share_tokens_is_a_keyword() -> None:
     with pytest.raises(TypeError):
         RequestTracker(stats, True)  # type: ignore[call-arg]
     assert RequestTracker(stats, share_tokens=True).shares_tokens
+
+
+@pytest.mark.parametrize("field", ["_reserved", "_queued_tokens", "_reserved_tokens"])
+def test_a_count_corrupted_below_zero_is_caught_at_the_next_call(
+    field: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ADM-TRK-7, ADM-TOK-5: each of the three cached counts, set to -1 behind the tracker's
+    back, is caught by the invariant "counts are never negative" at the next public call
+    (deep checks off, so the whole-structure invariant does not speak first)."""
+    monkeypatch.setattr(queueref.config, "deep_checks", lambda: False)
+    tracker = RequestTracker()
+    setattr(tracker, field, -1)
+    with pytest.raises(icontract.ViolationError, match="counts are never negative"):
+        tracker.has_request("a")
+
+
+def test_sharing_tokens_without_stats_is_refused_by_the_precondition() -> None:
+    """ADM-TOK-1: the precondition of `share_tokens` itself (not only the guard kept for
+    `python -O`) refuses a tracker without shared stats."""
+    tracker = RequestTracker()
+    with pytest.raises(
+        ValueError, match="ADM-TOK-1: only a tracker with shared stats can share its tokens"
+    ):
+        tracker.share_tokens()
+    assert not tracker.shares_tokens
