@@ -356,13 +356,16 @@ class _NotAnInt(metaclass=_ClaimsToBeInt):
     """An object that is no int, of a class that claims to be `int`."""
 
 
-def test_a_class_that_claims_to_be_int_is_refused_on_the_one_pass_path() -> None:
-    """ADM-CTL-2: the one-pass path takes only a real int for n (an identity test of its
-    type): an object whose class compares equal to `int` is refused with the ADM-CTL-2
-    error, not let into the fast path to fail there with a TypeError."""
+@pytest.mark.parametrize("argument", ["n", "num_prompt_tokens"])
+def test_a_class_that_claims_to_be_int_is_refused_on_the_one_pass_path(argument: str) -> None:
+    """ADM-CTL-2, ADM-TOK-3: the one-pass path takes only a real int for n and for the prompt
+    length (an identity test of the type): an object whose class compares equal to `int` is
+    refused with the controller's error naming the argument, not let into the fast path to
+    fail there with a TypeError."""
     assert _NotAnInt == int  # noqa: E721 (the premise: an equality test of the type is fooled)
     counters = RawArray("q", 16)
     server = _controller(counters, max_num_queued_reqs=5)
-    with pytest.raises(ValueError, match="ADM-CTL-2: n must be an int >= 1"):
-        server.check_admission(_NotAnInt())  # type: ignore[arg-type]
+    args: dict[str, object] = {"n": 1, "num_prompt_tokens": 1, argument: _NotAnInt()}
+    with pytest.raises(ValueError, match=_BAD_N if argument == "n" else _BAD_PROMPT):
+        server.check_admission(**args)  # type: ignore[arg-type]
     assert list(counters) == [0] * 16
