@@ -489,5 +489,5 @@ def test_a_token_scope_built_at_run_time_is_accepted(scope: str) -> None:
     or a command line, so not the interned literal) is read by its value."""
     spelled = "".join(list(scope))
     assert spelled == scope and spelled is not scope
-    server = _controller(max_num_queued_tokens=10, token_scope=spelled)  # type: ignore[arg-type]
+    server = _controller(max_num_queued_tokens=10, token_scope=spelled)
     assert server.token_scope == scope
