@@ -183,6 +183,43 @@ def test_a_start_check_that_reserves_too_little_is_caught(
         server.start_check(2, 1)
 
 
+def test_a_start_check_that_reserves_too_few_tokens_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ADM-TOK-5: a write-then-check `start_check` that reserves one token fewer than
+    `n * num_prompt_tokens` is caught by its postcondition (exactly, not at most)."""
+    _install(
+        monkeypatch,
+        "start_check",
+        "self._tracker.reserve_tokens(tokens)",
+        "self._tracker.reserve_tokens(tokens - 1)",
+        "reserves one token too few",
+    )
+    server = _controller(max_num_queued_reqs=4, max_num_queued_tokens=100, mode="write-then-check")
+    with pytest.raises(
+        icontract.ViolationError, match="ADM-TOK-5: write-then-check writes its tokens first"
+    ):
+        server.start_check(2, 3)
+
+
+def test_a_decision_that_leaves_the_check_open_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ADM-CTL-7: a `decide` that admits but leaves the check open (so it could be decided
+    again, or abandoned after its admission) is caught by "a decided check is closed"."""
+    broken = method_variant(
+        AdmissionCheck,
+        "decide",
+        Change("decide", "stays open after admitting", "self._open = False\n", ""),
+    )
+    monkeypatch.setattr(AdmissionCheck, "decide", broken)
+    server = _controller(max_num_queued_reqs=4)
+    check = server.start_check(1, 1)
+    _read_every_slot(check)
+    with pytest.raises(icontract.ViolationError, match="ADM-CTL-7: a decided check is closed"):
+        check.decide()
+
+
 # --- cancel_admission's postconditions, both sides ---
 
 
