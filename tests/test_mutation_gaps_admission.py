@@ -199,22 +199,25 @@ def test_the_local_token_scope_counts_the_own_token_reservations(buffer: str) ->
 
 def test_fits_admits_a_request_that_fills_the_own_backlog_exactly() -> None:
     """ADM-TOK-3: with `fits`, an own backlog of 2 and a 3-token prompt need 5 of a limit
-    of 5: admitted, and the postcondition that restates the rule (own + t <= Mt) holds."""
+    of 5, a 1-token prompt 3 of 5: both admitted, and the postcondition that restates the
+    rule (own + t <= Mt, at the limit and below it) holds."""
     server = AdmissionController(None, 5, token_rule="fits")
     server.tracker.add("queued", num_prompt_tokens=2)
+    assert server.check_admission(1, 1) is None
     assert server.check_admission(1, 3) is None
     assert server.tracker.get_num_queued_tokens() == 2
 
 
-def test_a_ge_decision_over_a_backlog_past_the_limit_is_caught(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("backlog", [10, 12])
+def test_a_ge_decision_over_a_backlog_at_or_past_the_limit_is_caught(
+    monkeypatch: pytest.MonkeyPatch, backlog: int
 ) -> None:
-    """ADM-CTL-4: with the default `ge` rule an own backlog of 12 is past a limit of 10; a
-    decision that admits anyway is caught (the backlog must be below the limit, not merely
-    other than it)."""
+    """ADM-CTL-4: with the default `ge` rule an own backlog of 10 is at a limit of 10, one of
+    12 past it; a decision that admits anyway is caught (the backlog must be below the
+    limit: not merely at most it, nor merely other than it)."""
     monkeypatch.setattr(protocol_module, "admits_tokens", lambda *args: True)
     server = AdmissionController(None, 10)
-    server.tracker.add("queued", num_prompt_tokens=12)
+    server.tracker.add("queued", num_prompt_tokens=backlog)
     with pytest.raises(icontract.ViolationError, match="ADM-CTL-4"):
         server.check_admission(1, 1)
 

@@ -18,8 +18,8 @@ import icontract
 import pytest
 from method_variants import Change, method_variant
 
-from queueref import AdmissionController, SharedAdmissionStats
-from queueref.admission import AdmissionCheck
+from queueref import AdmissionController, RequestTracker, SharedAdmissionStats
+from queueref.admission import AdmissionCheck, AdmissionCounterError, AdmissionMode
 from queueref.models import protocol as protocol_module
 
 
@@ -528,3 +528,174 @@ def test_a_token_scope_built_at_run_time_is_accepted(scope: str) -> None:
     assert spelled == scope and spelled is not scope
     server = _controller(max_num_queued_tokens=10, token_scope=spelled)
     assert server.token_scope == scope
+
+
+# --- more of the survivors' kind: refusals by their own conditions, and what is read ---
+
+
+def test_a_cancel_of_more_slots_than_held_is_refused_by_the_precondition() -> None:
+    """ADM-CTL-9: with 1 slot reserved, cancelling 2 is refused by the controller's own
+    precondition (not left to the tracker), and nothing is given back."""
+    server = _controller(max_num_queued_reqs=4, mode="write-then-check")
+    server.check_admission()
+    with pytest.raises(
+        ValueError, match="ADM-CTL-9: only a reservation that is held can be given back"
+    ):
+        server.cancel_admission(2)
+    assert server.tracker.num_reserved == 1
+
+
+def test_a_check_steps_through_the_slots_in_index_order() -> None:
+    """ADM-CTL-7, ADM-TOK-2: each read of a stepwise check advances `next_slot` over the
+    request pass (its `view` the sum so far), then `next_token_slot` over the token pass
+    (`token_view` likewise)."""
+    counters = [0] * SharedAdmissionStats.num_counters(2)
+    stats = SharedAdmissionStats(counters, 2, 0)
+    counters[stats.slot_offset + stats.COUNTERS_PER_SLOT] = 2  # server 1: 2 requests
+    counters[stats.slot_offset + stats.COUNTERS_PER_SLOT + 1] = 7  # and 7 tokens
+    server = AdmissionController(4, 100, shared_stats=stats)
+    check = server.start_check(1, 1)
+    steps = []
+    for _ in range(4):
+        check.read_next()
+        steps.append((check.next_slot, check.view, check.next_token_slot, check.token_view))
+    assert steps == [(1, 0, 0, 0), (2, 2, 0, 0), (2, 2, 1, 0), (2, 2, 2, 7)]
+    assert check.done and check.decide() == 2
+
+
+def test_the_local_count_is_the_unfinished_plus_the_reserved() -> None:
+    """ADM-CTL-3, ADM-CTL-9: without shared stats a write-then-check check reads the local
+    count: 3 unfinished requests plus every reservation held, its own included, so five
+    admissions in a row read 4, 5, 6, 7, 8."""
+    server = AdmissionController(10, mode="write-then-check")
+    server.tracker.add("running", n=3)
+    assert [server.check_admission() for _ in range(5)] == [4, 5, 6, 7, 8]
+
+
+def test_ge_admits_a_prompt_larger_than_the_room_left() -> None:
+    """ADM-TOK-3, ADM-CTL-4: by the default `ge` rule (vLLM 0.30.0) the request's own tokens
+    are not counted: a backlog of 9 below a limit of 10 admits a 5-token prompt, and the
+    postcondition (the backlog below the limit) holds."""
+    server = AdmissionController(None, 10)
+    server.tracker.add("queued", num_prompt_tokens=9)
+    assert server.check_admission(1, 5) is None
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (dict(max_num_queued_reqs=-1), "ADM-CTL-1: max_num_queued_reqs is None or an int >= 0"),
+        (
+            dict(max_num_queued_tokens=-1),
+            "ADM-CTL-1: max_num_queued_tokens is None or an int >= 0",
+        ),
+        (dict(mode="bogus"), "ADM-CTL-1: mode is 'check-then-write' or 'write-then-check'"),
+    ],
+    ids=["requests", "tokens", "mode"],
+)
+def test_a_bad_limit_or_mode_is_refused_by_the_precondition(
+    options: dict[str, Any], message: str
+) -> None:
+    """ADM-CTL-1: the constructor's preconditions themselves (not only the guards kept for
+    `python -O`) refuse a negative limit and an unknown mode, each with its own text."""
+    with pytest.raises(ValueError, match=message):
+        AdmissionController(**options)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (dict(mode="bogus"), "ADM-CTL-1: mode must be one of"),
+        (
+            dict(
+                shared_stats=SharedAdmissionStats([0] * 16, 2, 0),
+                tracker=RequestTracker(SharedAdmissionStats([0] * 16, 2, 0)),
+            ),
+            "ADM-CTL-1: the tracker must refresh the shared stats the controller reads",
+        ),
+    ],
+    ids=["mode", "tracker"],
+)
+def test_the_mode_and_tracker_guards_hold_without_contracts(
+    options: dict[str, Any], message: str
+) -> None:
+    """ADM-CTL-1: without its preconditions (as under `python -O`) the constructor still
+    refuses an unknown mode and a tracker of other stats, naming the problem."""
+    init = inspect.unwrap(AdmissionController.__init__)
+    server = AdmissionController.__new__(AdmissionController)
+    with pytest.raises(ValueError, match=message):
+        init(server, **options)
+
+
+@pytest.mark.parametrize("scope", ["global", "mixed", "x", "Shared"])
+@pytest.mark.parametrize("with_stats", [True, False], ids=["stats", "no stats"])
+def test_an_unknown_token_scope_is_refused(scope: str, with_stats: bool) -> None:
+    """ADM-TOK-6: a scope other than None, "shared" or "local" -- whether it sorts before
+    "local", between the two or after "shared" -- is a ValueError naming it."""
+    stats = SharedAdmissionStats([0] * 16, 2, 0) if with_stats else None
+    with pytest.raises(ValueError, match="ADM-TOK-6: token_scope must be None, 'shared' or"):
+        AdmissionController(None, 10, shared_stats=stats, token_scope=scope)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("counter", [0, 1], ids=["requests", "tokens"])
+def test_a_slot_of_minus_one_is_refused_on_the_one_pass_path(counter: int) -> None:
+    """ADM-CTL-8, ADM-CTL-11: the least negative value, -1, in either pass of the one-pass
+    read is an AdmissionCounterError naming the slot, and the reservations are given back."""
+    counters: Any = RawArray("q", 16)
+    stats = SharedAdmissionStats(counters, 2, 0)
+    counters[stats.COUNTERS_PER_SLOT + counter] = -1
+    server = AdmissionController(
+        10, 100, shared_stats=stats, tracker=RequestTracker(stats), mode="write-then-check"
+    )
+    with pytest.raises(AdmissionCounterError, match=f"slot 1 counter {counter} holds -1"):
+        server.check_admission(1, 1)
+    assert server.tracker.num_reserved == 0 and server.tracker.num_reserved_tokens == 0
+    assert (counters[0], counters[1]) == (0, 0)
+
+
+@pytest.mark.parametrize("buffer", ["list", "RawArray"])
+@pytest.mark.parametrize("mode", ["check-then-write", "write-then-check"])
+def test_a_decision_past_a_limit_of_one_is_caught_on_either_path(
+    monkeypatch: pytest.MonkeyPatch, mode: AdmissionMode, buffer: str
+) -> None:
+    """ADM-CTL-3, ADM-CTL-11: one request in a limit of 1; a decision that admits another is
+    caught on the stepwise and on the one-pass path: check-then-write read view + n = 2 > 1
+    (not 1 | 1 or 1 ^ 1), write-then-check its own reservation, view = 2 > 1."""
+    monkeypatch.setattr(protocol_module, "admits", lambda *args: True)
+    counters: Any = [0] * 16 if buffer == "list" else RawArray("q", 16)
+    stats = SharedAdmissionStats(counters, 2, 0)
+    server = AdmissionController(1, shared_stats=stats, tracker=RequestTracker(stats), mode=mode)
+    server.tracker.add("a")
+    with pytest.raises(icontract.ViolationError, match="ADM-CTL-3: an admission read view"):
+        server.check_admission()
+
+
+def test_write_then_check_in_the_local_token_scope_reserves_no_tokens() -> None:
+    """ADM-TOK-5, ADM-RISK-2: write-then-check reserves tokens only in the shared scope; in
+    the local scope it reserves its slot and writes no token to counter 1."""
+    counters = [0] * 16
+    server = _controller(
+        counters,
+        max_num_queued_reqs=4,
+        max_num_queued_tokens=100,
+        mode="write-then-check",
+        token_scope="local",
+    )
+    assert server.reserves and not server.reserves_tokens
+    server.check_admission(1, 5)
+    assert server.tracker.num_reserved == 1 and server.tracker.num_reserved_tokens == 0
+    assert (counters[0], counters[1]) == (1, 0)
+
+
+def test_cancelling_in_check_then_write_gives_nothing_back() -> None:
+    """ADM-CTL-9, ADM-TOK-5: a check-then-write admission wrote nothing, so cancelling it
+    changes no count."""
+    counters = [0] * 16
+    server = _controller(counters, max_num_queued_reqs=4, max_num_queued_tokens=100)
+    server.tracker.add("a", num_prompt_tokens=3)
+    server.check_admission(1, 2)
+    before = list(counters)
+    server.cancel_admission(1, 2)
+    assert counters == before
+    assert (server.tracker.num_reserved, server.tracker.num_reserved_tokens) == (0, 0)
+    assert server.tracker.get_num_unfinished_requests() == 1
