@@ -160,10 +160,11 @@ def test_the_limit_guards_hold_without_contracts(limits: tuple[object, object]) 
 
 def test_a_token_backlog_past_its_limit_is_full() -> None:
     """ADM-CTL-4: the token rule rejects at `queued >= limit`, so a backlog already past
-    the limit (other requests registered meanwhile) is full too, not only one exactly at it."""
-    assert is_token_backlog_full(101, 100)
+    the limit (other requests registered meanwhile) is full too, not only one exactly at it;
+    below the limit, or without one, it is not."""
+    assert is_token_backlog_full(100, 100) and is_token_backlog_full(101, 100)
     assert is_token_backlog_full(7, 0)
-    assert not is_token_backlog_full(99, 100)
+    assert not is_token_backlog_full(99, 100) and not is_token_backlog_full(10**6, None)
 
 
 def test_a_check_built_without_tokens_carries_none() -> None:
