@@ -17,6 +17,7 @@ import pytest
 from method_variants import Change, method_variant
 
 from queueref import AdmissionController, SharedAdmissionStats
+from queueref.admission import AdmissionCheck, MaxQueuedTokensError, is_token_backlog_full
 from queueref.models import protocol as protocol_module
 
 
@@ -154,3 +155,223 @@ def test_the_limit_guards_hold_without_contracts(limits: tuple[object, object]) 
     server = AdmissionController.__new__(AdmissionController)
     with pytest.raises(ValueError, match="ADM-CTL-1: max_num_queued_.* must be None or an int"):
         init(server, *limits)
+
+
+# --- Survivors of the full run of admission.py (lines of commit 96233ce) ---
+
+
+def test_a_token_backlog_past_its_limit_is_full() -> None:
+    """ADM-CTL-4: the token rule rejects at `queued >= limit`, so a backlog already past
+    the limit (other requests registered meanwhile) is full too, not only one exactly at it;
+    below the limit, or without one, it is not."""
+    assert is_token_backlog_full(100, 100) and is_token_backlog_full(101, 100)
+    assert is_token_backlog_full(7, 0)
+    assert not is_token_backlog_full(99, 100) and not is_token_backlog_full(10**6, None)
+
+
+def test_a_check_built_without_tokens_carries_none() -> None:
+    """ADM-CTL-7: an `AdmissionCheck` built without the token arguments checks a request of
+    no tokens, with no token pass and no token reservation."""
+    server = _controller(max_num_queued_reqs=4)
+    check = AdmissionCheck(server, 1, 2, False)
+    assert check.tokens == 0
+    assert check.num_token_slots == 0 and check.token_view == 0
+    assert not check.holds_token_reservation
+
+
+@pytest.mark.parametrize("buffer", ["none", "list", "RawArray"])
+def test_the_local_token_scope_counts_the_own_token_reservations(buffer: str) -> None:
+    """ADM-RISK-2, ADM-TOK-2: the local token scope judges the server's own tokens, which
+    are its queued prompt tokens plus the token reservations its tracker holds (what
+    ADM-TOK-1 writes to counter 1): 3 queued + 5 reserved = 8 reach a limit of 8, on the
+    stepwise path (no stats, a list) and on the one-pass path (a RawArray) alike."""
+    if buffer == "none":
+        server = AdmissionController(None, 8)
+    else:
+        counters: Any = [0] * 16 if buffer == "list" else RawArray("q", 16)
+        server = _controller(counters, max_num_queued_tokens=8, token_scope="local")
+    server.tracker.add("queued", num_prompt_tokens=3)
+    server.tracker.reserve_tokens(5)
+    assert server.read_queued_tokens() == 8
+    with pytest.raises(MaxQueuedTokensError) as rejected:
+        server.check_admission(1, 1)
+    assert rejected.value.queued_tokens == 8 and rejected.value.limit == 8
+    assert server.tracker.num_reserved_tokens == 5
+    assert server.tracker.get_num_queued_tokens() == 3
+
+
+def test_fits_admits_a_request_that_fills_the_own_backlog_exactly() -> None:
+    """ADM-TOK-3: with `fits`, an own backlog of 2 and a 3-token prompt need 5 of a limit
+    of 5, a 1-token prompt 3 of 5: both admitted, and the postcondition that restates the
+    rule (own + t <= Mt, at the limit and below it) holds."""
+    server = AdmissionController(None, 5, token_rule="fits")
+    server.tracker.add("queued", num_prompt_tokens=2)
+    assert server.check_admission(1, 1) is None
+    assert server.check_admission(1, 3) is None
+    assert server.tracker.get_num_queued_tokens() == 2
+
+
+@pytest.mark.parametrize("backlog", [10, 12])
+def test_a_ge_decision_over_a_backlog_at_or_past_the_limit_is_caught(
+    monkeypatch: pytest.MonkeyPatch, backlog: int
+) -> None:
+    """ADM-CTL-4: with the default `ge` rule an own backlog of 10 is at a limit of 10, one of
+    12 past it; a decision that admits anyway is caught (the backlog must be below the
+    limit: not merely at most it, nor merely other than it)."""
+    monkeypatch.setattr(protocol_module, "admits_tokens", lambda *args: True)
+    server = AdmissionController(None, 10)
+    server.tracker.add("queued", num_prompt_tokens=backlog)
+    with pytest.raises(icontract.ViolationError, match="ADM-CTL-4"):
+        server.check_admission(1, 1)
+
+
+def test_giving_back_more_tokens_than_held_is_refused_by_the_precondition() -> None:
+    """ADM-TOK-5: an admission holds 5 tokens; cancelling one of 6 tokens is refused by
+    the precondition itself (n * num_prompt_tokens, not the guard kept for `python -O`),
+    and nothing is given back."""
+    server = _controller(max_num_queued_reqs=4, max_num_queued_tokens=100, mode="write-then-check")
+    server.check_admission(1, 5)
+    with pytest.raises(
+        ValueError, match="ADM-TOK-5: only a token reservation that is held can be given back"
+    ):
+        server.cancel_admission(1, 6)
+    assert server.tracker.num_reserved == 1 and server.tracker.num_reserved_tokens == 5
+
+
+def test_a_start_check_that_reserves_too_much_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ADM-CTL-9: a write-then-check `start_check` that reserves one slot more than `n` is
+    caught by its postcondition (exactly `n`, not at least `n`)."""
+    broken = method_variant(
+        AdmissionController,
+        "start_check",
+        Change(
+            "start_check",
+            "reserves one slot too many",
+            "self._tracker.reserve(n)",
+            "self._tracker.reserve(n + 1)",
+        ),
+    )
+    monkeypatch.setattr(AdmissionController, "start_check", broken)
+    server = _controller(max_num_queued_reqs=4, mode="write-then-check")
+    with pytest.raises(
+        icontract.ViolationError, match="ADM-CTL-9: write-then-check writes its reservation first"
+    ):
+        server.start_check(1, 1)
+
+
+def test_a_start_check_that_reserves_too_many_tokens_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ADM-TOK-5: a write-then-check `start_check` that reserves one token more than
+    `n * num_prompt_tokens` is caught by its postcondition."""
+    broken = method_variant(
+        AdmissionController,
+        "start_check",
+        Change(
+            "start_check",
+            "reserves one token too many",
+            "self._tracker.reserve_tokens(tokens)",
+            "self._tracker.reserve_tokens(tokens + 1)",
+        ),
+    )
+    monkeypatch.setattr(AdmissionController, "start_check", broken)
+    server = _controller(max_num_queued_reqs=4, max_num_queued_tokens=100, mode="write-then-check")
+    with pytest.raises(
+        icontract.ViolationError, match="ADM-TOK-5: write-then-check writes its tokens first"
+    ):
+        server.start_check(2, 3)
+
+
+def test_a_check_that_keeps_a_token_too_many_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ADM-TOK-5: a check that leaves a token reservation behind (check-then-write reserves
+    none) is caught by "a write-then-check admission keeps its token reservation": the
+    token reservations after the check must equal, not merely be at least, what it keeps."""
+    broken = method_variant(
+        AdmissionController,
+        "_check_step_by_step",
+        Change(
+            "_check_step_by_step",
+            "leaves a token reserved",
+            "view = check.decide()",
+            "view = check.decide()\n    self._tracker.reserve_tokens(1)",
+        ),
+    )
+    monkeypatch.setattr(AdmissionController, "_check_step_by_step", broken)
+    server = _controller(max_num_queued_reqs=4)
+    with pytest.raises(
+        icontract.ViolationError,
+        match="ADM-TOK-5: a write-then-check admission keeps its token reservation",
+    ):
+        server.check_admission()
+
+
+@pytest.mark.parametrize("mode", ["check-then-write", "write-then-check"])
+@pytest.mark.parametrize("bad", [0, -1])
+def test_a_weight_below_one_is_refused_on_the_one_pass_path_too(mode: str, bad: int) -> None:
+    """ADM-CTL-2: over a RawArray (the one-pass path) an int n below 1 is refused as over a
+    list, before any write or reservation."""
+    counters = RawArray("q", 16)
+    server = _controller(counters, max_num_queued_reqs=5, max_num_queued_tokens=10, mode=mode)
+    with pytest.raises(ValueError, match="ADM-CTL-2: n must be an int >= 1"):
+        server.check_admission(bad, 1)
+    assert list(counters) == [0] * 16
+    assert server.tracker.num_reserved == 0 and server.tracker.num_reserved_tokens == 0
+
+
+#: The controller's own refusals (its guard of n, the guard or precondition of the prompt);
+#: the tracker's preconditions, which a bad value let into the fast path meets, word theirs
+#: otherwise.
+_BAD_N = "ADM-CTL-2: n must be an int >= 1"
+_BAD_PROMPT = "ADM-TOK-3: num_prompt_tokens (must be|is) an int >= 0"
+
+
+@pytest.mark.parametrize(
+    ("n", "num_prompt_tokens", "named"),
+    [(1, 2.5, _BAD_PROMPT), (1, True, _BAD_PROMPT), (1.5, 1, _BAD_N), (True, 1, _BAD_N)],
+    ids=["prompt 2.5", "prompt True", "n 1.5", "n True"],
+)
+def test_a_non_int_argument_is_refused_on_the_one_pass_path_too(
+    n: object, num_prompt_tokens: object, named: str
+) -> None:
+    """ADM-CTL-2, ADM-TOK-3: over a RawArray (the one-pass path) a non-int n or prompt length
+    -- even beside a valid other argument -- is refused, naming the argument, before any
+    write or reservation."""
+    counters = RawArray("q", 16)
+    server = _controller(
+        counters, max_num_queued_reqs=5, max_num_queued_tokens=10, mode="write-then-check"
+    )
+    with pytest.raises(ValueError, match=named):
+        server.check_admission(n, num_prompt_tokens)  # type: ignore[arg-type]
+    assert list(counters) == [0] * 16
+    assert server.tracker.num_reserved == 0 and server.tracker.num_reserved_tokens == 0
+
+
+class _ClaimsToBeInt(type):
+    """A metaclass whose classes compare equal to `int` (as a proxy type might)."""
+
+    def __eq__(cls, other: object) -> bool:
+        return other is int or type.__eq__(cls, other)
+
+    def __ne__(cls, other: object) -> bool:
+        return not _ClaimsToBeInt.__eq__(cls, other)
+
+    __hash__ = type.__hash__
+
+
+class _NotAnInt(metaclass=_ClaimsToBeInt):
+    """An object that is no int, of a class that claims to be `int`."""
+
+
+@pytest.mark.parametrize("argument", ["n", "num_prompt_tokens"])
+def test_a_class_that_claims_to_be_int_is_refused_on_the_one_pass_path(argument: str) -> None:
+    """ADM-CTL-2, ADM-TOK-3: the one-pass path takes only a real int for n and for the prompt
+    length (an identity test of the type): an object whose class compares equal to `int` is
+    refused with the controller's error naming the argument, not let into the fast path to
+    fail there with a TypeError."""
+    assert _NotAnInt == int  # noqa: E721 (the premise: an equality test of the type is fooled)
+    counters = RawArray("q", 16)
+    server = _controller(counters, max_num_queued_reqs=5)
+    args: dict[str, object] = {"n": 1, "num_prompt_tokens": 1, argument: _NotAnInt()}
+    with pytest.raises(ValueError, match=_BAD_N if argument == "n" else _BAD_PROMPT):
+        server.check_admission(**args)  # type: ignore[arg-type]
+    assert list(counters) == [0] * 16
