@@ -305,6 +305,7 @@ def test_a_check_that_keeps_a_token_too_many_is_caught(monkeypatch: pytest.Monke
         server.check_admission()
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("mode", ["check-then-write", "write-then-check"])
 @pytest.mark.parametrize("bad", [0, -1])
 def test_a_weight_below_one_is_refused_on_the_one_pass_path_too(mode: str, bad: int) -> None:
@@ -325,6 +326,7 @@ _BAD_N = "ADM-CTL-2: n must be an int >= 1"
 _BAD_PROMPT = "ADM-TOK-3: num_prompt_tokens (must be|is) an int >= 0"
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize(
     ("n", "num_prompt_tokens", "named"),
     [(1, 2.5, _BAD_PROMPT), (1, True, _BAD_PROMPT), (1.5, 1, _BAD_N), (True, 1, _BAD_N)],
@@ -362,6 +364,7 @@ class _NotAnInt(metaclass=_ClaimsToBeInt):
     """An object that is no int, of a class that claims to be `int`."""
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("argument", ["n", "num_prompt_tokens"])
 def test_a_class_that_claims_to_be_int_is_refused_on_the_one_pass_path(argument: str) -> None:
     """ADM-CTL-2, ADM-TOK-3: the one-pass path takes only a real int for n and for the prompt

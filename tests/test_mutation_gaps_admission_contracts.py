@@ -352,6 +352,7 @@ def test_a_bad_argument_is_refused_by_the_precondition(
     assert counters == [0] * 16 and server.tracker.num_reserved == 0
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize(
     ("method", "args", "message"),
     [
@@ -602,6 +603,7 @@ def test_a_bad_limit_or_mode_is_refused_by_the_precondition(
         AdmissionController(**options)
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize(
     ("options", "message"),
     [
@@ -637,6 +639,7 @@ def test_an_unknown_token_scope_is_refused(scope: str, with_stats: bool) -> None
         AdmissionController(None, 10, shared_stats=stats, token_scope=scope)  # type: ignore[arg-type]
 
 
+@pytest.mark.guard
 @pytest.mark.parametrize("counter", [0, 1], ids=["requests", "tokens"])
 def test_a_slot_of_minus_one_is_refused_on_the_one_pass_path(counter: int) -> None:
     """ADM-CTL-8, ADM-CTL-11: the least negative value, -1, in either pass of the one-pass
