@@ -78,9 +78,10 @@ def _queued_ids(queue: QueueView) -> Mapping[str, RequestLike] | None:
     return None
 
 
-def _size(queue: QueueView) -> int:
-    # Our own queues: the index size is their __len__, read without a call.
-    return len(cast(OwnQueueView, queue)._index) if queue._indexed else len(queue)
+def _size(queue: Any) -> int:
+    # Our own queues: the index size is their __len__, read without a call (nor a cast:
+    # this runs in every postcondition).
+    return len(queue._index) if queue._indexed else len(queue)
 
 
 def _head_or_none(queue: QueueView) -> RequestLike | None:
@@ -103,7 +104,7 @@ class _Before:
 
     def __init__(self, queue: QueueView) -> None:
         if queue._indexed:  # our own queues: no contract-checked call, no ABC isinstance
-            own = cast(OwnQueueView, queue)
+            own: OwnQueueView = queue  # type: ignore[assignment]  # a cast is a call
             self.length = len(own._index)
             self.head, self.second = own._front_two()
         else:
@@ -261,7 +262,7 @@ def _may_add(self: QueueView, request: Any) -> bool:
 
 
 def _prepend_refusal(queue: QueueView, requests: QueueView) -> ValueError | None:
-    """Why `requests` may not be prepended to `queue`, or None (see `_refused`)."""
+    """Why `requests` may not be prepended to `queue`, or None."""
     # Implements RQ-ALL-8.
     if requests is queue:
         return ValueError(
@@ -282,11 +283,6 @@ def _prepend_refusal(queue: QueueView, requests: QueueView) -> ValueError | None
             "already in this one"
         )
     return None
-
-
-def _refused(error: ValueError | None) -> ValueError:
-    assert error is not None, "the precondition failed, so there is a reason"
-    return error
 
 
 def _structure_violation(clauses: tuple[Clause, ...], queue: object) -> icontract.ViolationError:

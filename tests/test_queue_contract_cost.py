@@ -1,0 +1,178 @@
+"""The queues' own contract checker (RQ-COST-2): where it binds, when it is off, and
+how it treats a queue method called by a condition.
+
+The seven queue operations are checked by one wrapper per method instead of
+icontract's checker (see `queueref.queue_base`); these tests show the wrapper
+keeps what icontract gave: it binds every subclass's own definition, it is off
+under `python -O`, and a foreign queue's methods called by a condition do not
+recurse. Expected outcomes are written out by hand.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from typing import Any
+
+import icontract
+import pytest
+
+from queueref import FCFSRequestQueue, Request, RequestQueue
+
+
+class Foreign(RequestQueue):
+    """Someone else's queue: a list, no index, and a count of the calls to peek."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self.peeks = 0
+
+    def add_request(self, request: Any) -> None:
+        self.items.append(request)
+
+    def pop_request(self) -> Any:
+        if not self.items:
+            raise IndexError("empty")
+        return self.items.pop(0)
+
+    def peek_request(self) -> Any:
+        self.peeks += 1
+        if not self.items:
+            raise IndexError("empty")
+        return self.items[0]
+
+    def prepend_request(self, request: Any) -> None:
+        self.items.insert(0, request)
+
+    def prepend_requests(self, requests: RequestQueue) -> None:
+        for request in requests:
+            self.items.insert(0, request)
+
+    def remove_request(self, request: Any) -> None:
+        self.items.remove(request)
+
+    def remove_requests(self, requests: Any) -> None:
+        gone = {id(r) for r in requests}
+        self.items = [r for r in self.items if id(r) not in gone]
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(list(self.items))
+
+
+class ForeignBackPop(Foreign):
+    """Broken, two levels below the ABC: pops the back, not what peek returned."""
+
+    def pop_request(self) -> Any:
+        return self.items.pop()
+
+
+class LosingFCFS(FCFSRequestQueue):
+    """Broken: accepts a request and never queues it (no call to the original)."""
+
+    def add_request(self, request: Any) -> None:
+        pass
+
+
+class GrandchildLosingFCFS(LosingFCFS):
+    """Inherits the broken add unchanged."""
+
+
+def foreign(cls: type[Foreign], *names: str) -> Foreign:
+    queue = cls()
+    queue.items.extend(Request(name) for name in names)
+    return queue
+
+
+@pytest.mark.parametrize("cls", [LosingFCFS, GrandchildLosingFCFS])
+def test_a_subclass_that_never_calls_the_original_is_still_checked(cls: type) -> None:
+    """RQ-COST-2, RQ-ALL-1: the contracts wrap the subclass's own definition (and the
+    grandchild inherits the wrapped one); a keyword call is checked the same way."""
+    with pytest.raises(icontract.ViolationError, match="RQ-ALL-1: add grows the queue by one"):
+        cls().add_request(Request("a"))
+    with pytest.raises(icontract.ViolationError, match="RQ-ALL-1"):
+        cls().add_request(request=Request("a"))
+
+
+def test_a_foreign_subclass_two_levels_down_is_checked() -> None:
+    """RQ-COST-2, RQ-ALL-4: a pop that does not return what peek returned is refuted on a
+    queue that is not ours and does not derive from our queues."""
+    queue = foreign(ForeignBackPop, "a", "b", "c")
+    with pytest.raises(icontract.ViolationError, match="RQ-ALL-4: pop returns what peek returned"):
+        queue.pop_request()
+
+
+def test_a_queue_method_called_by_a_condition_runs_unchecked() -> None:
+    """RQ-COST-2: the snapshot of a foreign queue's add reads its head through its own
+    `peek_request`, which is contract-checked; called from the snapshot it runs once,
+    unchecked (checked, its own snapshot would call it again, without end)."""
+    queue = Foreign()
+    queue.add_request(Request("a"))
+    assert queue.peeks == 0  # an empty queue's head is known without a peek
+    queue.add_request(Request("b"))
+    assert queue.peeks == 1
+    assert queue.peek_request().request_id == "a"  # a call of the caller's: checked once
+    assert queue.peeks == 3  # its snapshot's peek, then the call itself
+
+
+class PopsAndPutsBack(FCFSRequestQueue):
+    """Correct itself: its body pops the other queue's front and puts it back first. When
+    the other queue's pop is broken, that call of the body's is what fails."""
+
+    def prepend_requests(self, requests: RequestQueue) -> None:
+        requests.prepend_request(requests.pop_request())
+        super().prepend_requests(requests)
+
+
+def test_a_queue_method_called_by_a_method_body_is_checked() -> None:
+    """RQ-COST-2: only calls made by a condition skip the checks; a body's own calls of
+    another queue's operations are checked as any other call."""
+    queue = PopsAndPutsBack([Request("a")])
+    with pytest.raises(icontract.ViolationError, match="RQ-ALL-4"):
+        queue.prepend_requests(foreign(ForeignBackPop, "x", "y"))
+    queue.prepend_requests(foreign(Foreign, "x", "y"))  # a correct other queue: no error
+    assert [r.request_id for r in queue] == ["y", "x", "a"]
+
+
+def run_optimized(program: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-O", "-c", textwrap.dedent(program)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_the_contracts_are_off_under_python_dash_o() -> None:
+    """RQ-COST-2: under `python -O` the broken add above goes unnoticed (no contract), as
+    icontract's contracts do, while the method bodies' own checks still refuse bad input
+    (RQ-ALL-3)."""
+    out = run_optimized(
+        """
+        from queueref import FCFSRequestQueue, Request
+        assert not __debug__
+
+        class LosingFCFS(FCFSRequestQueue):
+            def add_request(self, request):
+                pass
+
+        LosingFCFS().add_request(Request("a"))
+        print("unchecked", FCFSRequestQueue.add_request.__name__)
+        queue = FCFSRequestQueue()
+        queue.add_request(Request("a"))
+        try:
+            queue.add_request(Request("a"))
+        except ValueError as error:
+            print("refused", "RQ-ALL-3" in str(error), len(queue))
+        """
+    )
+    assert out.splitlines() == ["unchecked add_request", "refused True 1"]
