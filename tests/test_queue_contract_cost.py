@@ -10,6 +10,7 @@ recurse. Expected outcomes are written out by hand.
 
 from __future__ import annotations
 
+import copy
 import subprocess
 import sys
 import textwrap
@@ -19,7 +20,8 @@ from typing import Any
 import icontract
 import pytest
 
-from queueref import FCFSRequestQueue, Request, RequestQueue
+import queueref.config
+from queueref import FCFSRequestQueue, PriorityRequestQueue, Request, RequestQueue
 
 
 class Foreign(RequestQueue):
@@ -176,3 +178,67 @@ def test_the_contracts_are_off_under_python_dash_o() -> None:
         """
     )
     assert out.splitlines() == ["unchecked add_request", "refused True 1"]
+
+
+# The default clauses that replaced O(k) ones (RQ-COST-1): each still catches its bug with
+# deep checks off, and the exact count it gave up is back under deep checks.
+
+
+class TwoPerRemoveMany(FCFSRequestQueue):
+    def remove_requests(self, requests: Any) -> None:
+        super().remove_requests(requests)
+        if self._items:  # bug: removes one request too many
+            gone = self._items.popleft()
+            del self._index[gone.request_id]
+
+
+class RemovesNone(FCFSRequestQueue):
+    def remove_requests(self, requests: Any) -> None:
+        pass  # bug: removes nothing
+
+
+class ClonesIncoming(PriorityRequestQueue):
+    def prepend_requests(self, requests: RequestQueue) -> None:
+        for request in list(requests):  # bug: queues copies, not the requests themselves
+            self._push(copy.copy(request), request.request_id)
+
+
+@pytest.fixture
+def deep_off() -> Iterator[None]:
+    was = queueref.config.deep_checks()
+    queueref.config.set_deep_checks(False)
+    try:
+        yield
+    finally:
+        queueref.config.set_deep_checks(was)
+
+
+def test_removing_more_than_named_is_refuted_without_deep_checks(deep_off: None) -> None:
+    """RQ-ALL-7, RQ-COST-1: O(1) by default, from the number of requests named."""
+    queue = TwoPerRemoveMany([Request("a"), Request("b"), Request("c")])
+    with pytest.raises(icontract.ViolationError, match="RQ-ALL-7: .* no more requests than"):
+        queue.remove_requests([queue.peek_request()])
+
+
+def test_removing_too_few_is_refuted_under_deep_checks() -> None:
+    """RQ-ALL-7, RQ-COST-1: the exact count of the queued requests named is a deep check
+    (tests/conftest.py turns deep checks on); without them the bug goes unnoticed."""
+    assert queueref.config.deep_checks()
+    queue = RemovesNone([Request("a"), Request("b")])
+    with pytest.raises(icontract.ViolationError, match="RQ-ALL-7: .* exactly the queued"):
+        queue.remove_requests([queue.peek_request()])
+    queueref.config.set_deep_checks(False)
+    try:
+        queue.remove_requests([queue.peek_request()])
+    finally:
+        queueref.config.set_deep_checks(True)
+    assert len(queue) == 2
+
+
+def test_queuing_copies_of_the_other_queue_is_refuted(deep_off: None) -> None:
+    """RQ-PRI-4: the requests now queued are the other queue's own objects (read from the
+    index in one C-level pass by default)."""
+    queue = ClonesIncoming([Request("a", arrival_time=1.0)])
+    other = PriorityRequestQueue([Request("x", arrival_time=2.0), Request("y", arrival_time=3.0)])
+    with pytest.raises(icontract.ViolationError, match="RQ-PRI-4: every request of the other"):
+        queue.prepend_requests(other)

@@ -202,6 +202,8 @@ class RequestQueue(icontract.DBC):
     _post_clauses: ClassVar[Mapping[str, tuple[Clause, ...]]] = {}
     #: True for our own queues (an `_IndexedQueue`): a flag, as an ABC isinstance costs 0.3 µs.
     _indexed: ClassVar[bool] = False
+    #: Whether this queue's order after `prepend_requests` depends on the other queue's.
+    _ordered_prepend: ClassVar[bool] = True
     #: The ABC's clauses followed by the class's own, per method, split into the
     #: cheap ones and the deep ones (made once per class, in `__init_subclass__`).
     _cheap_post_clauses: ClassVar[Mapping[str, tuple[Clause, ...]]] = _ABC_POST
