@@ -111,17 +111,18 @@ def test_a_foreign_subclass_two_levels_down_is_checked() -> None:
         queue.pop_request()
 
 
-def test_a_queue_method_called_by_a_condition_runs_unchecked() -> None:
-    """RQ-COST-2: the snapshot of a foreign queue's add reads its head through its own
-    `peek_request`, which is contract-checked; called from the snapshot it runs once,
-    unchecked (checked, its own snapshot would call it again, without end)."""
+def test_a_method_called_again_during_its_own_check_runs_unchecked() -> None:
+    """RQ-COST-2: the snapshot of a foreign queue reads its head through its own
+    `peek_request`. Called by add's snapshot, that peek is checked, and its own snapshot's
+    call of it runs unchecked (checked, it would call itself without end): two peeks per
+    add, as under icontract."""
     queue = Foreign()
     queue.add_request(Request("a"))
     assert queue.peeks == 0  # an empty queue's head is known without a peek
     queue.add_request(Request("b"))
-    assert queue.peeks == 1
-    assert queue.peek_request().request_id == "a"  # a call of the caller's: checked once
-    assert queue.peeks == 3  # its snapshot's peek, then the call itself
+    assert queue.peeks == 2  # add's snapshot: the checked peek, and its snapshot's
+    assert queue.peek_request().request_id == "a"
+    assert queue.peeks == 4  # the caller's peek: its snapshot's, then the call itself
 
 
 class PopsAndPutsBack(FCFSRequestQueue):

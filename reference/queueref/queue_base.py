@@ -18,7 +18,8 @@ contract, whatever the condition), and, like icontract's, it is off under
 `python -O`. The postcondition runs a table of clauses -- the `RequestQueue`
 clauses, then the clauses the concrete class lists in `_post_clauses` -- and
 on a violation its error names the first clause that fails, with its
-requirement ID, worded as icontract words its own. `__bool__` and the
+requirement ID, worded as icontract words its own. As in icontract, a
+function called again while its own check is in progress runs unchecked. `__bool__` and the
 queues' `__init__` keep icontract's own contracts: they are not on the path
 of a scheduler step.
 """
@@ -48,117 +49,143 @@ from queueref.queue_checks import (
 )
 from queueref.request import RequestLike, check_request_shape
 
-#: True while a contract of a queue method is being evaluated: a queue method called by
-#: a condition (a foreign queue's `peek_request`, read by the snapshot) runs unchecked,
-#: as icontract's checker does for a call already in progress.
-_CHECKING: contextvars.ContextVar[bool] = contextvars.ContextVar("queue_checking", default=False)
+#: The functions whose check is in progress in this context. As in icontract's checker, a
+#: function called again while its own check runs (a foreign queue's `peek_request`, read
+#: by its own snapshot) runs unchecked; any other call is checked.
+_IN_PROGRESS: contextvars.ContextVar[set[int] | None] = contextvars.ContextVar(
+    "queue_contracts_in_progress", default=None
+)
 
 _Method = Callable[..., Any]
 
 
+def _running() -> set[int]:
+    running = _IN_PROGRESS.get()
+    if running is None:  # the first check in this context
+        running = set()
+        _IN_PROGRESS.set(running)
+    return running
+
+
 def _check_after(queue: Any, method: str, arg: Any, before: _Before) -> None:
-    token = _CHECKING.set(True)
-    try:
-        if _first_broken(queue, method, arg, before) is not None:
-            raise _broken(queue, method, arg, before)
-    finally:
-        _CHECKING.reset(token)
+    if _first_broken(queue, method, arg, before) is not None:
+        raise _broken(queue, method, arg, before)
 
 
 def _checked_add(method: str, func: _Method) -> _Method:
     """add_request / prepend_request: a request-shaped object with a free id, then the
     postcondition's clauses against the snapshot."""
+    key = id(func)
 
     def checked(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
-        if _CHECKING.get():
+        running = _IN_PROGRESS.get()
+        if running is None:
+            running = _running()
+        if key in running:
             return func(self, request, *args, **kwargs)
-        token = _CHECKING.set(True)
+        running.add(key)
         try:
             # Implements RQ-REQ-3, RQ-ALL-2, RQ-ALL-3 (the precondition).
             if not _may_add(self, request):
                 raise _add_refusal(self, request, method)
             before = _Before(self)
+            result = func(self, request, *args, **kwargs)
+            _check_after(self, method, request, before)
+            return result
         finally:
-            _CHECKING.reset(token)
-        result = func(self, request, *args, **kwargs)
-        _check_after(self, method, request, before)
-        return result
+            running.discard(key)
 
     return checked
 
 
 def _checked_read(method: str, func: _Method) -> _Method:
     """pop_request / peek_request: the clauses read the result against the snapshot."""
+    key = id(func)
 
     def checked(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if _CHECKING.get():
+        running = _IN_PROGRESS.get()
+        if running is None:
+            running = _running()
+        if key in running:
             return func(self, *args, **kwargs)
-        token = _CHECKING.set(True)
+        running.add(key)
         try:
             before = _Before(self)
+            result = func(self, *args, **kwargs)
+            _check_after(self, method, result, before)
+            return result
         finally:
-            _CHECKING.reset(token)
-        result = func(self, *args, **kwargs)
-        _check_after(self, method, result, before)
-        return result
+            running.discard(key)
 
     return checked
 
 
 def _checked_remove(method: str, func: _Method) -> _Method:
     """remove_request: the clauses read the argument against the snapshot."""
+    key = id(func)
 
     def checked(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
-        if _CHECKING.get():
+        running = _IN_PROGRESS.get()
+        if running is None:
+            running = _running()
+        if key in running:
             return func(self, request, *args, **kwargs)
-        token = _CHECKING.set(True)
+        running.add(key)
         try:
             before = _Before(self)
+            result = func(self, request, *args, **kwargs)
+            _check_after(self, method, request, before)
+            return result
         finally:
-            _CHECKING.reset(token)
-        result = func(self, request, *args, **kwargs)
-        _check_after(self, method, request, before)
-        return result
+            running.discard(key)
 
     return checked
 
 
 def _checked_prepend_requests(method: str, func: _Method) -> _Method:
     """prepend_requests: not the queue itself, none of its requests queued here."""
+    key = id(func)
 
     def checked(self: Any, requests: Any, *args: Any, **kwargs: Any) -> Any:
-        if _CHECKING.get():
+        running = _IN_PROGRESS.get()
+        if running is None:
+            running = _running()
+        if key in running:
             return func(self, requests, *args, **kwargs)
-        token = _CHECKING.set(True)
+        running.add(key)
         try:
             # Implements RQ-ALL-8 (the precondition).
             refusal = _prepend_refusal(self, requests)
             if refusal is not None:
                 raise refusal
             before = _Before.of_prepend(self, requests)
+            result = func(self, requests, *args, **kwargs)
+            _check_after(self, method, requests, before)
+            return result
         finally:
-            _CHECKING.reset(token)
-        result = func(self, requests, *args, **kwargs)
-        _check_after(self, method, requests, before)
-        return result
+            running.discard(key)
 
     return checked
 
 
 def _checked_remove_requests(method: str, func: _Method) -> _Method:
-    """remove_requests: the snapshot counts the queued requests named."""
+    """remove_requests: the snapshot counts the requests named."""
+    key = id(func)
 
     def checked(self: Any, requests: Any, *args: Any, **kwargs: Any) -> Any:
-        if _CHECKING.get():
+        running = _IN_PROGRESS.get()
+        if running is None:
+            running = _running()
+        if key in running:
             return func(self, requests, *args, **kwargs)
-        token = _CHECKING.set(True)
+        running.add(key)
         try:
             before = _Before.of_remove(self, requests)
+            result = func(self, requests, *args, **kwargs)
+            _check_after(self, method, requests, before)
+            return result
         finally:
-            _CHECKING.reset(token)
-        result = func(self, requests, *args, **kwargs)
-        _check_after(self, method, requests, before)
-        return result
+            running.discard(key)
 
     return checked
 
