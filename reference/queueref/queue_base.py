@@ -19,9 +19,9 @@ contract, whatever the condition), and, like icontract's, it is off under
 clauses, then the clauses the concrete class lists in `_post_clauses` -- and
 on a violation its error names the first clause that fails, with its
 requirement ID, worded as icontract words its own. As in icontract, a
-function called again while its own check is in progress runs unchecked. `__bool__` and the
-queues' `__init__` keep icontract's own contracts: they are not on the path
-of a scheduler step.
+function called again while its own check is in progress runs unchecked.
+`__bool__` and the queues' `__init__` keep icontract's own contracts: they
+are not on the path of a scheduler step.
 """
 
 # RQ-COST-1: the contract layout above keeps default contracts O(1) per call.
