@@ -32,6 +32,8 @@ NOT_VECTORISED: dict[tuple[str, str], str] = {
     ("RQ", "PRI-6"): "the heap property is internal structure, invisible through the interface",
     ("RQ", "IMPL-1"): "the id index is internal structure, invisible through the interface",
     ("RQ", "COST-1"): "what a contract costs is not an input/output behaviour",
+    ("RQ", "COST-2"): "where and when contracts are checked (every subclass, not under"
+    " python -O) is not an input/output behaviour",
     ("RQ", "REQ-4"): "the constructor of queueref's own Request class; other languages build"
     " requests their own way (what a queue demands of one is RQ-REQ-3, which is vectorised)",
     ("ADM", "CTL-11"): "how a check loads the slots (one C-level pass over a ctypes buffer);"

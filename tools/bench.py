@@ -17,7 +17,12 @@ Variants:
   class with its logger and errors stubbed); run under `python -O`;
 * `bare`: `collections.deque` / `heapq` on the same request objects, and for
   admission the floor of any check: a precomputed strided `memoryview` over the
-  counters, `sum(view) + n > M`.
+  counters, `sum(view) + n > M`;
+* `floor`: the floor of an FCFS queue that makes queueref's checks under `-O`
+  (add+pop and `prepend_requests`): a bare deque plus a dict index and the same
+  tests of a request (its id a str, its priority an int, its arrival time a
+  float and not NaN, its id not queued), written inline here as the cheapest
+  Python for them; run under `python -O`.
 
 Requests: every queue comparison says which request type it used --
 `vllm-shaped` (the three fields and vLLM 0.30.0's `Request.__lt__` order:
@@ -54,7 +59,8 @@ SERVER_COUNTS = (1, 4, 16, 64)
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 BUDGET_S = float(os.environ.get("BENCH_BUDGET_S", "0.05"))  # timed seconds per cell and round
 PREPEND_BATCH = 16  # a step's skipped requests, moved back with prepend_requests
-VARIANTS = ("queueref-off", "queueref-on", "vllm", "bare")
+VARIANTS = ("queueref-off", "queueref-on", "vllm", "bare", "floor")
+ADMISSION_VARIANTS = ("queueref-off", "queueref-on", "vllm", "bare")
 
 # --------------------------------------------------------------------------------------
 # vLLM 0.30.0's own code, fetched once
@@ -232,6 +238,8 @@ def bench_queue(variant: str, policy: str, size: int, request_kind: str) -> dict
     out: dict[str, float] = {}
     if variant == "bare":
         return _bench_bare(policy, requests, middle)
+    if variant == "floor":
+        return _bench_floor(policy, requests, request_kind)
     queue = _queue_factory(variant, policy)(requests)
     build_other = _queue_factory(variant, policy)
 
@@ -300,6 +308,64 @@ def _bench_bare(policy: str, requests: list[Any], middle: Any) -> dict[str, floa
     heapq.heapify(heap)
     out["add+pop"] = per_call_us(lambda: heapq.heappush(heap, heapq.heappop(heap))) / 2
     out["peek"] = per_call_us(lambda: heap[0])
+    return out
+
+
+def _bench_floor(policy: str, requests: list[Any], request_kind: str) -> dict[str, float]:
+    """The FCFS floor with queueref's checks: what add+pop and `prepend_requests` cost at
+    the least once they test every request as queueref's queue does under `-O`."""
+    from collections import deque
+
+    if policy != "fcfs":
+        return {}
+    items = deque(requests)
+    index = {r.request_id: r for r in requests}
+
+    def add_pop() -> None:
+        request = items.popleft()
+        del index[request.request_id]
+        request_id = request.request_id
+        arrival_time = request.arrival_time
+        if not (
+            type(request_id) is str
+            and type(request.priority) is int
+            and type(arrival_time) is float
+            and arrival_time == arrival_time
+            and request_id not in index
+        ):
+            raise ValueError("not a new request")
+        items.append(request)
+        index[request_id] = request
+
+    out = {"add+pop": per_call_us(add_pop) / 2}
+    batch = make_requests(request_kind, PREPEND_BATCH, prefix="skipped")
+
+    def prepend_many() -> float:
+        other = deque(batch)  # the other queue
+        started = time.process_time()
+        incoming = list(other)
+        by_id = {}
+        for request in incoming:
+            request_id = request.request_id
+            arrival_time = request.arrival_time
+            if not (
+                type(request_id) is str
+                and type(request.priority) is int
+                and type(arrival_time) is float
+                and arrival_time == arrival_time
+            ):
+                raise TypeError("not a request")
+            by_id[request_id] = request
+        if len(by_id) != len(incoming) or not index.keys().isdisjoint(by_id):
+            raise ValueError("a request id is taken")
+        items.extendleft(incoming)
+        index.update(by_id)
+        spent = time.process_time() - started
+        for _ in batch:
+            del index[items.popleft().request_id]
+        return spent
+
+    out[f"prepend_requests {PREPEND_BATCH}"] = timed_us(prepend_many)
     return out
 
 
@@ -390,7 +456,8 @@ def child(variant: str) -> None:
                         {"bench": "queue", "queue": policy, "request": kind, "size": size}
                         | {"op": op, "us": us}
                     )
-    for (servers, tokens), us in bench_admission(variant).items():
+    admission = bench_admission(variant) if variant in ADMISSION_VARIANTS else {}
+    for (servers, tokens), us in admission.items():
         cells.append({"bench": "admission", "servers": servers, "tokens": tokens, "us": us})
     print(json.dumps(cells))
 
@@ -455,8 +522,8 @@ def report(table: dict[tuple[Any, ...], dict[str, list[float]]]) -> tuple[str, l
     rows: list[dict[str, Any]] = []
     queue_lines = [
         "| queue | requests | n | op | queueref off | queueref on | vLLM 0.30.0 | bare "
-        "| off / vLLM | on / vLLM |",
-        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| floor with checks | off / vLLM | on / vLLM | off / floor with checks |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     admission_lines = [
         "| N | queueref off | queueref on | vLLM 0.30.0 | floor (memoryview sum) "
@@ -471,19 +538,22 @@ def report(table: dict[tuple[Any, ...], dict[str, list[float]]]) -> tuple[str, l
             "off_over_vllm": _ratio(values, "queueref-off", "vllm"),
             "on_over_vllm": _ratio(values, "queueref-on", "vllm"),
         }
-        cells = [_fmt_us(medians[v]) if v in medians else "" for v in VARIANTS]
         if key[0] == "queue":
             _, policy, kind, size, op = key
+            row["off_over_floor"] = _ratio(values, "queueref-off", "floor")
+            cells = [_fmt_us(medians[v]) if v in medians else "" for v in VARIANTS]
             queue_lines.append(
                 f"| {policy} | {kind} | {size:,} | {op} | "
                 + " | ".join(cells)
-                + f" | {_fmt_ratio(row['off_over_vllm'])} | {_fmt_ratio(row['on_over_vllm'])} |"
+                + f" | {_fmt_ratio(row['off_over_vllm'])} | {_fmt_ratio(row['on_over_vllm'])}"
+                + f" | {_fmt_ratio(row['off_over_floor'])} |"
             )
         elif key[2]:
             rows.append(row)
             continue  # the token rows: their own table, below
         else:
             row["vllm_over_floor"] = _ratio(values, "vllm", "bare")
+            cells = [_fmt_us(medians[v]) if v in medians else "" for v in ADMISSION_VARIANTS]
             admission_lines.append(
                 f"| {key[1]} | "
                 + " | ".join(cells)

@@ -6,13 +6,22 @@ people's included. `_IndexedQueue` is the base of the two reference queues:
 the id index that makes membership O(1), and the input checks, which hold
 even when contracts are off (`python -O`).
 
-How the contracts are laid out: icontract's price is per contract (about
-1.7 µs each, whatever the condition), so every method has at most one
-precondition, one snapshot and one postcondition, all on the abstract class.
-The postcondition runs a table of clauses -- the `RequestQueue` clauses, then
-the clauses the concrete class lists in `_post_clauses` -- and on a violation
-its error names the first clause that fails, with its requirement ID, exactly
-as a contract of its own would.
+How the contracts are checked: the seven methods that change or read the
+queue (add, pop, peek, prepend, prepend_requests, remove, remove_requests)
+each have one precondition (where they have one), one snapshot and one
+postcondition, stated here and checked by one small wrapper per method
+(`_checked`) that `RequestQueue.__init_subclass__` puts around every
+subclass's own definition, other people's too. It does what icontract's
+checker does -- precondition, snapshot, call, postcondition, and the same
+errors -- at a fraction of its fixed price per call (several µs per
+contract, whatever the condition), and, like icontract's, it is off under
+`python -O`. The postcondition runs a table of clauses -- the `RequestQueue`
+clauses, then the clauses the concrete class lists in `_post_clauses` -- and
+on a violation its error names the first clause that fails, with its
+requirement ID, worded as icontract words its own. As in icontract, a
+function called again while its own check is in progress runs unchecked.
+`__bool__` and the queues' `__init__` keep icontract's own contracts: they
+are not on the path of a scheduler step.
 """
 
 # RQ-COST-1: the contract layout above keeps default contracts O(1) per call.
@@ -20,7 +29,9 @@ as a contract of its own would.
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Iterator, Mapping
+import contextvars
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, ClassVar, cast
 
 import icontract
@@ -35,9 +46,176 @@ from queueref.queue_checks import (
     _first_broken,
     _may_add,
     _prepend_refusal,
-    _refused,
 )
 from queueref.request import RequestLike, check_request_shape
+
+#: The functions whose check is in progress in this context. As in icontract's checker, a
+#: function called again while its own check runs (a foreign queue's `peek_request`, read
+#: by its own snapshot) runs unchecked; any other call is checked.
+_IN_PROGRESS: contextvars.ContextVar[set[int] | None] = contextvars.ContextVar(
+    "queue_contracts_in_progress", default=None
+)
+
+_Method = Callable[..., Any]
+
+
+def _running() -> set[int]:
+    running = _IN_PROGRESS.get()
+    if running is None:  # the first check in this context
+        running = set()
+        _IN_PROGRESS.set(running)
+    return running
+
+
+def _check_after(queue: Any, method: str, arg: Any, before: _Before) -> None:
+    if _first_broken(queue, method, arg, before) is not None:
+        raise _broken(queue, method, arg, before)
+
+
+def _checked_add(method: str, func: _Method) -> _Method:
+    """add_request / prepend_request: a request-shaped object with a free id, then the
+    postcondition's clauses against the snapshot."""
+    key = id(func)
+
+    def checked(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        running = _IN_PROGRESS.get()
+        if running is None:
+            running = _running()
+        if key in running:
+            return func(self, request, *args, **kwargs)
+        running.add(key)
+        try:
+            # Implements RQ-REQ-3, RQ-ALL-2, RQ-ALL-3 (the precondition).
+            if not _may_add(self, request):
+                raise _add_refusal(self, request, method)
+            before = _Before(self)
+            result = func(self, request, *args, **kwargs)
+            _check_after(self, method, request, before)
+            return result
+        finally:
+            running.discard(key)
+
+    return checked
+
+
+def _checked_read(method: str, func: _Method) -> _Method:
+    """pop_request / peek_request: the clauses read the result against the snapshot."""
+    key = id(func)
+
+    def checked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        running = _IN_PROGRESS.get()
+        if running is None:
+            running = _running()
+        if key in running:
+            return func(self, *args, **kwargs)
+        running.add(key)
+        try:
+            before = _Before(self)
+            result = func(self, *args, **kwargs)
+            _check_after(self, method, result, before)
+            return result
+        finally:
+            running.discard(key)
+
+    return checked
+
+
+def _checked_remove(method: str, func: _Method) -> _Method:
+    """remove_request: the clauses read the argument against the snapshot."""
+    key = id(func)
+
+    def checked(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        running = _IN_PROGRESS.get()
+        if running is None:
+            running = _running()
+        if key in running:
+            return func(self, request, *args, **kwargs)
+        running.add(key)
+        try:
+            before = _Before(self)
+            result = func(self, request, *args, **kwargs)
+            _check_after(self, method, request, before)
+            return result
+        finally:
+            running.discard(key)
+
+    return checked
+
+
+def _checked_prepend_requests(method: str, func: _Method) -> _Method:
+    """prepend_requests: not the queue itself, none of its requests queued here."""
+    key = id(func)
+
+    def checked(self: Any, requests: Any, *args: Any, **kwargs: Any) -> Any:
+        running = _IN_PROGRESS.get()
+        if running is None:
+            running = _running()
+        if key in running:
+            return func(self, requests, *args, **kwargs)
+        running.add(key)
+        try:
+            # Implements RQ-ALL-8 (the precondition).
+            refusal = _prepend_refusal(self, requests)
+            if refusal is not None:
+                raise refusal
+            before = _Before.of_prepend(self, requests)
+            result = func(self, requests, *args, **kwargs)
+            _check_after(self, method, requests, before)
+            return result
+        finally:
+            running.discard(key)
+
+    return checked
+
+
+def _checked_remove_requests(method: str, func: _Method) -> _Method:
+    """remove_requests: the snapshot counts the requests named."""
+    key = id(func)
+
+    def checked(self: Any, requests: Any, *args: Any, **kwargs: Any) -> Any:
+        running = _IN_PROGRESS.get()
+        if running is None:
+            running = _running()
+        if key in running:
+            return func(self, requests, *args, **kwargs)
+        running.add(key)
+        try:
+            before = _Before.of_remove(self, requests)
+            result = func(self, requests, *args, **kwargs)
+            _check_after(self, method, requests, before)
+            return result
+        finally:
+            running.discard(key)
+
+    return checked
+
+
+#: The checker of each contracted method (see the module doc).
+_CHECKERS: dict[str, Callable[[str, _Method], _Method]] = {
+    "add_request": _checked_add,
+    "prepend_request": _checked_add,
+    "pop_request": _checked_read,
+    "peek_request": _checked_read,
+    "remove_request": _checked_remove,
+    "prepend_requests": _checked_prepend_requests,
+    "remove_requests": _checked_remove_requests,
+}
+
+
+def _checked(cls: type, method: str) -> None:
+    """Put the contracts of `method` around `cls`'s own definition of it, once."""
+    # Implements RQ-COST-2.
+    func = cls.__dict__.get(method)
+    if (
+        not callable(func)
+        or getattr(func, "__isabstractmethod__", False)
+        or getattr(func, "_queue_contracts", False)  # already checked (an alias of one)
+    ):
+        return
+    checked = _CHECKERS[method](method, func)
+    functools.update_wrapper(checked, func, updated=())
+    checked._queue_contracts = True  # type: ignore[attr-defined]
+    setattr(cls, method, checked)
 
 
 class RequestQueue(icontract.DBC):
@@ -51,6 +229,8 @@ class RequestQueue(icontract.DBC):
     _post_clauses: ClassVar[Mapping[str, tuple[Clause, ...]]] = {}
     #: True for our own queues (an `_IndexedQueue`): a flag, as an ABC isinstance costs 0.3 µs.
     _indexed: ClassVar[bool] = False
+    #: Whether this queue's order after `prepend_requests` depends on the other queue's.
+    _ordered_prepend: ClassVar[bool] = True
     #: The ABC's clauses followed by the class's own, per method, split into the
     #: cheap ones and the deep ones (made once per class, in `__init_subclass__`).
     _cheap_post_clauses: ClassVar[Mapping[str, tuple[Clause, ...]]] = _ABC_POST
@@ -65,29 +245,16 @@ class RequestQueue(icontract.DBC):
         cls._deep_post_clauses = {
             m: tuple(c for c in clauses if isinstance(c, _Deep)) for m, clauses in every.items()
         }
+        if __debug__:  # off under `python -O`, as icontract's contracts are
+            for method in _CHECKERS:
+                _checked(cls, method)
 
     @abc.abstractmethod
-    @icontract.require(
-        _may_add,
-        "RQ-REQ-3, RQ-ALL-2, RQ-ALL-3: a request-shaped object, not queued, with a free id",
-        error=lambda self, request: _add_refusal(self, request, "add_request"),
-    )
-    @icontract.snapshot(lambda self: _Before(self), name="before")
-    @icontract.ensure(
-        lambda self, request, OLD: _first_broken(self, "add_request", request, OLD.before) is None,
-        "RQ-ALL-1, and the clauses of the queue's policy",
-        error=lambda self, request, OLD: _broken(self, "add_request", request, OLD.before),
-    )
     def add_request(self, request: RequestLike) -> None:
         """Add a request in the queue's order."""
+        # Implements RQ-ALL-1 (the postcondition, in `_CONTRACTS`).
 
     @abc.abstractmethod
-    @icontract.snapshot(lambda self: _Before(self), name="before")
-    @icontract.ensure(
-        lambda self, result, OLD: _first_broken(self, "pop_request", result, OLD.before) is None,
-        "RQ-ALL-4, and the clauses of the queue's policy",
-        error=lambda self, result, OLD: _broken(self, "pop_request", result, OLD.before),
-    )
     def pop_request(self) -> Any:
         """Remove and return the next request.
 
@@ -96,12 +263,6 @@ class RequestQueue(icontract.DBC):
         # Implements RQ-ALL-4.
 
     @abc.abstractmethod
-    @icontract.snapshot(lambda self: _Before(self), name="before")
-    @icontract.ensure(
-        lambda self, result, OLD: _first_broken(self, "peek_request", result, OLD.before) is None,
-        "RQ-ALL-5, and the clauses of the queue's policy",
-        error=lambda self, result, OLD: _broken(self, "peek_request", result, OLD.before),
-    )
     def peek_request(self) -> Any:
         """Return the next request without removing it.
 
@@ -110,48 +271,14 @@ class RequestQueue(icontract.DBC):
         # Implements RQ-ALL-5.
 
     @abc.abstractmethod
-    @icontract.require(
-        _may_add,
-        "RQ-REQ-3, RQ-ALL-2, RQ-ALL-3: a request-shaped object, not queued, with a free id",
-        error=lambda self, request: _add_refusal(self, request, "prepend_request"),
-    )
-    @icontract.snapshot(lambda self: _Before(self), name="before")
-    @icontract.ensure(
-        lambda self, request, OLD: (
-            _first_broken(self, "prepend_request", request, OLD.before) is None
-        ),
-        "RQ-ALL-1, and the clauses of the queue's policy",
-        error=lambda self, request, OLD: _broken(self, "prepend_request", request, OLD.before),
-    )
     def prepend_request(self, request: RequestLike) -> None:
         """Put a request back at the front (FCFS) or in key order (priority)."""
 
     @abc.abstractmethod
-    @icontract.require(
-        lambda self, requests: _prepend_refusal(self, requests) is None,
-        "RQ-ALL-8: not the queue itself, and none of its requests already queued here",
-        error=lambda self, requests: _refused(_prepend_refusal(self, requests)),
-    )
-    @icontract.snapshot(lambda self, requests: _Before.of_prepend(self, requests), name="before")
-    @icontract.ensure(
-        lambda self, requests, OLD: (
-            _first_broken(self, "prepend_requests", requests, OLD.before) is None
-        ),
-        "RQ-ALL-8, and the clauses of the queue's policy",
-        error=lambda self, requests, OLD: _broken(self, "prepend_requests", requests, OLD.before),
-    )
     def prepend_requests(self, requests: RequestQueue) -> None:
         """Put every request of another queue in front (FCFS, reversed) or in order."""
 
     @abc.abstractmethod
-    @icontract.snapshot(lambda self: _Before(self), name="before")
-    @icontract.ensure(
-        lambda self, request, OLD: (
-            _first_broken(self, "remove_request", request, OLD.before) is None
-        ),
-        "RQ-ALL-6, and the clauses of the queue's policy",
-        error=lambda self, request, OLD: _broken(self, "remove_request", request, OLD.before),
-    )
     def remove_request(self, request: RequestLike) -> None:
         """Remove one queued request.
 
@@ -160,14 +287,6 @@ class RequestQueue(icontract.DBC):
         # Implements RQ-ALL-6.
 
     @abc.abstractmethod
-    @icontract.snapshot(lambda self, requests: _Before.of_remove(self, requests), name="before")
-    @icontract.ensure(
-        lambda self, requests, OLD: (
-            _first_broken(self, "remove_requests", requests, OLD.before) is None
-        ),
-        "RQ-ALL-7, and the clauses of the queue's policy",
-        error=lambda self, requests, OLD: _broken(self, "remove_requests", requests, OLD.before),
-    )
     def remove_requests(self, requests: Iterable[RequestLike]) -> None:
         """Remove every named request that is queued; absent ones are ignored."""
 
@@ -189,16 +308,17 @@ class RequestQueue(icontract.DBC):
         # Implements RQ-ALL-9.
 
 
-def _checked_ids(requests: list[Any]) -> list[str]:
-    """The request ids of a batch, after checking every request's shape.
+def _checked_by_id(requests: list[Any]) -> dict[str, RequestLike]:
+    """request id -> request for a batch, after checking every request's shape.
 
-    The common case (exactly vLLM's field types) inline, one plain loop: CPython 3.11
-    specialises these attribute reads and `type(x) is T` tests, which makes the loop
-    several times faster than `map(attrgetter(...))` passes. Anything else goes through
-    `check_request_shape`, which raises naming the first field a queue cannot use.
+    The common case (exactly vLLM's field types) inline, one plain loop that fills the
+    dict as it goes: CPython 3.11 specialises these attribute reads and `type(x) is T`
+    tests, which makes the loop several times faster than `map(attrgetter(...))` passes.
+    Anything else goes through `check_request_shape`, which raises naming the first field
+    a queue cannot use. Two requests with one id leave the dict shorter than the batch.
     """
     # Implements RQ-REQ-3.
-    ids: list[str] = []
+    by_id: dict[str, RequestLike] = {}
     for request in requests:
         try:
             request_id = request.request_id
@@ -214,8 +334,8 @@ def _checked_ids(requests: list[Any]) -> list[str]:
         if not fast:
             check_request_shape(request)
             request_id = request.request_id
-        ids.append(request_id)
-    return ids
+        by_id[request_id] = request
+    return by_id
 
 
 class _IndexedQueue(RequestQueue):
@@ -285,7 +405,7 @@ class _IndexedQueue(RequestQueue):
         # checked when it came in, so only the others are checked here.
         index = self._index
         present: dict[RequestLike, None] = {}
-        for request in requests:  # a plain loop: see `_checked_ids`
+        for request in requests:  # a plain loop: see `_checked_by_id`
             try:
                 queued = index.get(request.request_id) is request
             except (AttributeError, TypeError):  # no request_id, or an unhashable one
@@ -309,17 +429,18 @@ class _IndexedQueue(RequestQueue):
             incoming = other._in_order() if ordered else list(other._index.values())
         else:
             incoming = list(requests)
-        ids = _checked_ids(incoming)
-        if len(set(ids)) != len(ids) or not self._index.keys().isdisjoint(ids):
+        by_id = _checked_by_id(incoming)
+        if len(by_id) != len(incoming) or not self._index.keys().isdisjoint(by_id):
             seen: set[str] = set()
-            for request, request_id in zip(incoming, ids, strict=True):
+            for request in incoming:  # the first offending request, named
                 self._require_new(request)  # RQ-ALL-2 / RQ-ALL-3 against this queue
+                request_id = request.request_id
                 if request_id in seen:
                     raise ValueError(
                         f"RQ-ALL-3: two requests of the other queue have request_id {request_id!r}"
                     )
                 seen.add(request_id)
-        return incoming, dict(zip(ids, incoming, strict=True))
+        return incoming, by_id
 
     def __contains__(self, request: object) -> bool:
         """Whether this very request is queued (O(1))."""

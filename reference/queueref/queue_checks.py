@@ -33,6 +33,7 @@ class QueueView(Protocol):
     """
 
     _indexed: ClassVar[bool]
+    _ordered_prepend: ClassVar[bool]
     _cheap_post_clauses: ClassVar[Mapping[str, tuple[Clause, ...]]]
     _deep_post_clauses: ClassVar[Mapping[str, tuple[Clause, ...]]]
 
@@ -51,6 +52,8 @@ class OwnQueueView(QueueView, Protocol):
     def _front(self) -> RequestLike | None: ...
 
     def _front_two(self) -> tuple[RequestLike | None, RequestLike | None]: ...
+
+    def _in_order(self) -> list[RequestLike]: ...
 
 
 #: The file of the contracts (the ABC's methods), as icontract names it in its own errors.
@@ -78,9 +81,10 @@ def _queued_ids(queue: QueueView) -> Mapping[str, RequestLike] | None:
     return None
 
 
-def _size(queue: QueueView) -> int:
-    # Our own queues: the index size is their __len__, read without a call.
-    return len(cast(OwnQueueView, queue)._index) if queue._indexed else len(queue)
+def _size(queue: Any) -> int:
+    # Our own queues: the index size is their __len__, read without a call (nor a cast:
+    # this runs in every postcondition).
+    return len(queue._index) if queue._indexed else len(queue)
 
 
 def _head_or_none(queue: QueueView) -> RequestLike | None:
@@ -96,14 +100,16 @@ class _Before:
 
     `head` and `second` are the first two requests in pop order (None when
     there are fewer; `second` only for our FCFS queue, where it is O(1));
-    `items` the whole contents under deep checks, else None.
+    `items` the whole contents under deep checks, else None; for the calls that
+    take requests, `incoming` the requests moved in, `named` how many requests a
+    remove_requests call names and `present` how many of them are queued.
     """
 
-    __slots__ = ("length", "head", "second", "items", "incoming", "present")
+    __slots__ = ("length", "head", "second", "items", "incoming", "named", "present")
 
     def __init__(self, queue: QueueView) -> None:
         if queue._indexed:  # our own queues: no contract-checked call, no ABC isinstance
-            own = cast(OwnQueueView, queue)
+            own: OwnQueueView = queue  # type: ignore[assignment]  # a cast is a call
             self.length = len(own._index)
             self.head, self.second = own._front_two()
         else:
@@ -112,20 +118,31 @@ class _Before:
             self.second = None
         self.items = list(queue) if config.DEEP_CHECKS else None  # RQ-COST-1: O(n), deep only
         self.incoming: list[RequestLike] = []
+        self.named: int | None = None
         self.present: int | None = None
 
     @staticmethod
     def of_prepend(queue: QueueView, requests: QueueView) -> _Before:
+        """O(k): the requests this call moves, in the other queue's order where the
+        receiving queue's order depends on it. One of our own queues is read without a
+        call to its `__iter__` (a priority queue's sorts)."""
         before = _Before(queue)
-        before.incoming = list(requests)  # O(k): the requests this call moves
+        if not getattr(requests, "_indexed", False):  # any iterable: its public interface
+            before.incoming = list(requests)
+        elif queue._ordered_prepend:
+            before.incoming = cast(OwnQueueView, requests)._in_order()
+        else:
+            before.incoming = list(cast(OwnQueueView, requests)._index.values())
         return before
 
     @staticmethod
     def of_remove(queue: QueueView, requests: Iterable[Any]) -> _Before:
         before = _Before(queue)
         if isinstance(requests, Collection):  # an iterator: reading it here would consume it
-            before.incoming = list(requests)
-            before.present = _count_present(queue, before.incoming)
+            before.named = len(requests)
+            if config.DEEP_CHECKS:  # RQ-COST-1: O(k) in the requests named, deep only
+                before.incoming = list(requests)
+                before.present = _count_present(queue, before.incoming)
         return before
 
 
@@ -216,6 +233,10 @@ _ABC_POST: dict[str, tuple[Clause, ...]] = {
     ),
     "remove_requests": (
         (
+            "RQ-ALL-7: remove_requests takes out no more requests than it names",
+            lambda q, rs, old: old.named is None or 0 <= old.length - _size(q) <= old.named,
+        ),
+        _deep(
             "RQ-ALL-7: remove_requests takes out exactly the queued requests it names",
             lambda q, rs, old: old.present is None or _size(q) == old.length - old.present,
         ),
@@ -261,7 +282,7 @@ def _may_add(self: QueueView, request: Any) -> bool:
 
 
 def _prepend_refusal(queue: QueueView, requests: QueueView) -> ValueError | None:
-    """Why `requests` may not be prepended to `queue`, or None (see `_refused`)."""
+    """Why `requests` may not be prepended to `queue`, or None."""
     # Implements RQ-ALL-8.
     if requests is queue:
         return ValueError(
@@ -270,6 +291,9 @@ def _prepend_refusal(queue: QueueView, requests: QueueView) -> ValueError | None
     ids = _queued_ids(queue)
     if ids is None:
         return None
+    if getattr(requests, "_indexed", False):  # one of ours: its index, not its __iter__
+        if ids.keys().isdisjoint(cast(OwnQueueView, requests)._index):
+            return None
     try:  # the common case in one C-level pass; a clash is looked at again below
         disjoint = ids.keys().isdisjoint(map(_ids_of, requests))
     except (AttributeError, TypeError):  # a member with no request_id, or an unhashable one
@@ -282,11 +306,6 @@ def _prepend_refusal(queue: QueueView, requests: QueueView) -> ValueError | None
             "already in this one"
         )
     return None
-
-
-def _refused(error: ValueError | None) -> ValueError:
-    assert error is not None, "the precondition failed, so there is a reason"
-    return error
 
 
 def _structure_violation(clauses: tuple[Clause, ...], queue: object) -> icontract.ViolationError:

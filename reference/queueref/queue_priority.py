@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import operator
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -25,6 +26,7 @@ from queueref.queue_checks import (
     _Before,
     _deep,
     _first_failing,
+    _ids_of,
     _same_items,
     _structure_violation,
 )
@@ -112,7 +114,9 @@ _PRIORITY_POST: dict[str, tuple[Clause, ...]] = {
     "prepend_requests": (
         (
             "RQ-PRI-4: every request of the other queue is now queued here",
-            lambda q, rs, old: all(map(q.__contains__, old.incoming)),
+            lambda q, rs, old: all(
+                map(operator.is_, map(q._index.get, map(_ids_of, old.incoming)), old.incoming)
+            ),
         ),
         _deep(
             "RQ-PRI-4: all of them in key order",
@@ -136,6 +140,8 @@ class PriorityRequestQueue(_IndexedQueue):
     ['urgent', 'early', 'late']
     """
 
+    #: The order of the other queue in `prepend_requests` does not matter here.
+    _ordered_prepend = False
     # The structure first: the other clauses read it. Even peek may drop tombstones.
     _post_clauses = {
         method: _PRIORITY_STRUCTURE + clauses for method, clauses in _PRIORITY_POST.items()
