@@ -778,3 +778,158 @@ def test_sharing_tokens_without_stats_is_refused_by_the_precondition() -> None:
     ):
         tracker.share_tokens()
     assert not tracker.shares_tokens
+
+
+def test_a_finish_that_ends_two_requests_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ADM-TRK-3: a `finish` that also forgets another request is caught by "finishing ends
+    exactly one internal request" (deep checks off, so the whole-structure invariant does
+    not speak first)."""
+    monkeypatch.setattr(queueref.config, "deep_checks", lambda: False)
+    tracker, _ = _tracker()
+    tracker.add("a")
+    tracker.add("b")
+    broken = method_variant(
+        RequestTracker,
+        "finish",
+        Change(
+            "finish",
+            "ends another request too",
+            "self._drop(request_id)",
+            "self._drop(request_id)\n    self._drop(next(iter(self._states)))",
+        ),
+    )
+    with pytest.raises(
+        icontract.ViolationError, match="ADM-TRK-3: finishing ends exactly one internal request"
+    ):
+        broken(tracker, "a")
+
+
+def test_finishing_one_of_many_requests_keeps_exact_counts() -> None:
+    """ADM-TRK-3: with 300 requests tracked (past the small-int cache), finishing one leaves
+    299, with no condition tripping."""
+    tracker, counters = _tracker()
+    for index in range(300):
+        tracker.add(f"r{index}")
+    tracker.finish("r0")
+    assert tracker.get_num_unfinished_requests() == 299 and counters[0] == 299
+
+
+def test_a_rollback_that_gives_back_too_much_is_caught() -> None:
+    """ADM-CTL-6: a `release_reservation` that removes one more than asked is caught by "the
+    rollback removes exactly the reservation" (not merely not less)."""
+    tracker, _ = _tracker()
+    tracker.reserve(3)
+    broken = method_variant(
+        RequestTracker,
+        "release_reservation",
+        Change(
+            "release_reservation",
+            "gives back one slot more than asked",
+            "self._reserved -= n",
+            "self._reserved -= n + 1",
+        ),
+    )
+    with pytest.raises(
+        icontract.ViolationError, match="ADM-CTL-6: the rollback removes exactly the reservation"
+    ):
+        broken(tracker, 1)
+
+
+def test_a_token_reservation_of_one_too_few_is_caught() -> None:
+    """ADM-TOK-5: a `reserve_tokens` that holds one token less than asked is caught by "a
+    token reservation adds its tokens"; large reservations add up exactly."""
+    tracker, counters = _tracker(share_tokens=True)
+    broken = method_variant(
+        RequestTracker,
+        "reserve_tokens",
+        Change(
+            "reserve_tokens",
+            "holds one token too few",
+            "self._reserved_tokens += tokens",
+            "self._reserved_tokens += tokens - 1",
+        ),
+    )
+    with pytest.raises(
+        icontract.ViolationError, match="ADM-TOK-5: a token reservation adds its tokens"
+    ):
+        broken(tracker, 3)
+    fresh, fresh_counters = _tracker(share_tokens=True)
+    fresh.reserve_tokens(300)
+    fresh.reserve_tokens(300)
+    assert fresh.num_reserved_tokens == 600 and fresh_counters[1] == 600
+
+
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        (
+            "self._queued_tokens += n * num_prompt_tokens",
+            "self._queued_tokens += n * num_prompt_tokens\n"
+            "    self._states['ghost'] = _RequestState(None, 0, False)",
+            "ADM-TRK-1: all n children are registered",
+        ),
+        (
+            "self._queued_tokens += n * num_prompt_tokens",
+            "self._queued_tokens += n * num_prompt_tokens + 1",
+            "ADM-TRK-4: every child queues its prompt tokens",
+        ),
+    ],
+    ids=["one request too many", "one token too many"],
+)
+def test_an_add_that_registers_too_much_is_caught(
+    old: str, new: str, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ADM-TRK-1, ADM-TRK-4: an `add` that registers an extra request, or queues one token
+    more than n * prompt, is caught by its postcondition (exact, not merely not less;
+    deep checks off)."""
+    monkeypatch.setattr(queueref.config, "deep_checks", lambda: False)
+    tracker, _ = _tracker()
+    broken = method_variant(RequestTracker, "add", Change("add", message, old, new))
+    with pytest.raises(icontract.ViolationError, match=message):
+        broken(tracker, "p", 2, 3)
+
+
+@pytest.mark.parametrize(
+    "method, old, new, args, message",
+    [
+        (
+            "abort",
+            "self._refresh()\n    return aborted",
+            "return aborted",
+            ("a",),
+            "ADM-TRK-5: abort refreshes the slot",
+        ),
+        (
+            "reserve",
+            "self._reserved += n\n    self._refresh()",
+            "self._reserved += n",
+            (2,),
+            "ADM-CTL-9: the reservation is in the slot",
+        ),
+    ],
+    ids=["abort", "reserve"],
+)
+def test_a_change_that_does_not_write_the_slot_is_caught(
+    method: str, old: str, new: str, args: tuple[object, ...], message: str
+) -> None:
+    """ADM-TRK-5, ADM-CTL-9: an `abort` or a `reserve` that changes the count but leaves
+    the slot as it was is caught by its own "... the slot" postcondition."""
+    tracker, _ = _tracker()
+    tracker.add("a")
+    broken = method_variant(RequestTracker, method, Change(method, "no slot write", old, new))
+    with pytest.raises(icontract.ViolationError, match=message):
+        broken(tracker, *args)
+
+
+def test_a_cached_token_count_off_either_way_is_inconsistent() -> None:
+    """ADM-TRK-6: the whole-structure check refuses a cached token count one below or one
+    above the prompts in prefill, and a child whose parent id sorts before its parent's."""
+    tracker, _ = _tracker()
+    tracker.add("p", n=2, num_prompt_tokens=3)
+    for wrong in (5, 7):
+        tracker._queued_tokens = wrong
+        assert not tracker_module._consistent(tracker)
+    tracker._queued_tokens = 6
+    assert tracker_module._consistent(tracker)
+    tracker._states["0_p"].parent_id = "a"  # "a" < "p": another parent, sorting first
+    assert not tracker_module._consistent(tracker)
