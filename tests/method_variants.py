@@ -4,22 +4,22 @@
 decorators (its icontract conditions), applies `change` (`Change` of
 `proofs/mutations.py`: one exact piece of text replaced by another, which must match
 exactly once in that source), and compiles the result in the namespace of the
-method's own module. The decorators run again, so the broken method carries the
-same conditions as the real one: a test that installs it (`monkeypatch.setattr`)
-shows that those conditions catch the bug the change plants. A change that no
-longer applies raises `ChangeDoesNotApply`, so a broken copy cannot drift from what
-it breaks.
+method's own module, under its file name and line numbers. The decorators run again,
+so the broken method carries the same conditions as the real one: a test that
+installs it (`monkeypatch.setattr`) shows that those conditions catch the bug the
+change plants. A change that no longer applies raises `ChangeDoesNotApply`, so a
+broken copy cannot drift from what it breaks.
 
-The change may name a condition's own text (to weaken the contract) or the body's.
-A class invariant (`icontract.invariant` on the class) is not re-applied: the tests
-that use these variants are about the method's own conditions.
+Change the body, not a condition: icontract names a failing condition by reading its
+source from the module's file, which keeps the original text. A class invariant
+(`icontract.invariant` on the class) is not re-applied: the tests that use these
+variants are about the method's own conditions.
 """
 
 from __future__ import annotations
 import __future__
 
 import inspect
-import linecache
 import sys
 import textwrap
 from collections.abc import Callable
@@ -51,12 +51,14 @@ def method_variant(owner: type, name: str, *changes: Change) -> Callable[..., An
         source = source.replace(change.old, change.new)
     original = inspect.unwrap(getattr(owner, name))
     scope = dict(original.__globals__)  # the names the original's module sees
-    filename = f"<broken {owner.__name__}.{name}>"
-    # icontract reads a failing condition's source to name it: let it find this one.
-    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    # Compiled under the original's file name and lines (decorators first): tracebacks
+    # point into the module, icontract reads each condition's source from there, and
+    # the line map of `make mutation` counts the test as executing the method, so a
+    # mutant of its contracts runs this test.
+    padded = "\n" * (original.__code__.co_firstlineno - 1) + source
     code = compile(
-        source,
-        filename,
+        padded,
+        inspect.getsourcefile(original) or original.__code__.co_filename,
         "exec",
         flags=__future__.annotations.compiler_flag,
         dont_inherit=True,

@@ -933,3 +933,101 @@ def test_a_cached_token_count_off_either_way_is_inconsistent() -> None:
     assert tracker_module._consistent(tracker)
     tracker._states["0_p"].parent_id = "a"  # "a" < "p": another parent, sorting first
     assert not tracker_module._consistent(tracker)
+
+
+def test_a_child_listed_under_two_parents_is_inconsistent() -> None:
+    """ADM-TRK-6: a child whose own parent lists it, but which another parent lists too, is
+    refused whichever way the two parent ids sort; equal ids are compared by value."""
+    for other in ("a", "z"):  # sorts before "p", and after it
+        tracker, _ = _tracker()
+        tracker.add("p", n=2)
+        tracker._parents[other] = {"0_p": None}
+        tracker._states["0_p"].parent_id = other
+        assert not tracker_module._consistent(tracker), other
+    tracker, _ = _tracker()
+    tracker.add("parent", n=2)
+    tracker._states["0_parent"].parent_id = "".join(["par", "ent"])  # equal, not the same
+    assert tracker_module._consistent(tracker)
+
+
+@pytest.mark.parametrize(
+    "method, old, new, args, message",
+    [
+        (
+            "share_tokens",
+            "self._refresh_tokens()",
+            "pass",
+            (),
+            "ADM-TOK-1: counter 1 holds the queued tokens",
+        ),
+        (
+            "add",
+            "self._queued_tokens += n * num_prompt_tokens",
+            "self._queued_tokens += n * num_prompt_tokens - 1",
+            ("b", 1, 3),
+            "ADM-TRK-4: every child queues its prompt tokens",
+        ),
+        (
+            "add",
+            "self._reserved_tokens -= min(self._reserved_tokens, n * num_prompt_tokens)",
+            "self._reserved_tokens = 0",
+            ("b", 1, 3),
+            "ADM-TOK-5: a registration takes over outstanding token reservations",
+        ),
+        (
+            "reserve",
+            "self._reserved += n",
+            "self._reserved += n - 1",
+            (2,),
+            "ADM-TRK-7: a reservation adds n",
+        ),
+    ],
+    ids=["share_tokens writes nothing", "add queues too few", "add takes over all", "reserve"],
+)
+def test_a_change_that_falls_short_is_caught(
+    method: str,
+    old: str,
+    new: str,
+    args: tuple[object, ...],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ADM-TOK-1, ADM-TRK-4, ADM-TOK-5, ADM-TRK-7: a method that does too little (writes no
+    counter 1, queues a token too few, takes over every token reservation, reserves one
+    slot too few) is caught by its exact postcondition (deep checks off)."""
+    monkeypatch.setattr(queueref.config, "deep_checks", lambda: False)
+    tracker = RequestTracker(SharedAdmissionStats([0] * 16, 2, 0))
+    tracker.add("a", num_prompt_tokens=5)
+    if method != "share_tokens":
+        tracker.share_tokens()
+        tracker.reserve_tokens(10)
+    broken = method_variant(RequestTracker, method, Change(method, message, old, new))
+    with pytest.raises(icontract.ViolationError, match=message):
+        broken(tracker, *args)
+
+
+@pytest.mark.parametrize("method", ["add", "finish"])
+def test_counter_1_left_behind_by_add_or_finish_is_caught(
+    method: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ADM-TOK-1: a token refresh that writes nothing leaves counter 1 stale: caught by
+    "add writes the queued tokens" and "finish writes the queued tokens"."""
+    tracker, _ = _tracker(share_tokens=True)
+    tracker.add("a", num_prompt_tokens=5)
+    tracker.add("b", num_prompt_tokens=3)
+    monkeypatch.setattr(RequestTracker, "_refresh_tokens", lambda self: None)
+    with pytest.raises(icontract.ViolationError, match=f"ADM-TOK-1: {method} writes the queued"):
+        if method == "add":
+            tracker.add("c", num_prompt_tokens=2)
+        else:
+            tracker.finish("a")
+
+
+def test_prefill_done_among_many_requests_keeps_the_count() -> None:
+    """ADM-TRK-4: with 300 requests tracked (past the small-int cache), leaving prefill keeps
+    300 unfinished, with no condition tripping."""
+    tracker = RequestTracker()
+    for index in range(300):
+        tracker.add(f"r{index}")
+    tracker.prefill_done("r0")
+    assert tracker.get_num_unfinished_requests() == 300 and tracker.get_num_queued_tokens() == 299
