@@ -72,122 +72,68 @@ def _check_after(queue: Any, method: str, arg: Any, before: _Before) -> None:
         raise _broken(queue, method, arg, before)
 
 
-def _checked_add(method: str, func: _Method) -> _Method:
-    """add_request / prepend_request: a request-shaped object with a free id, then the
-    postcondition's clauses against the snapshot."""
-    key = id(func)
-
-    def checked(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
-        running = _IN_PROGRESS.get()
-        if running is None:
-            running = _running()
-        if key in running:
-            return func(self, request, *args, **kwargs)
-        running.add(key)
-        try:
-            # Implements RQ-REQ-3, RQ-ALL-2, RQ-ALL-3 (the precondition).
-            if not _may_add(self, request):
-                raise _add_refusal(self, request, method)
-            before = _Before(self)
-            result = func(self, request, *args, **kwargs)
-            _check_after(self, method, request, before)
-            return result
-        finally:
-            running.discard(key)
-
-    return checked
+_Refusal = Callable[[Any, Any, str], "Exception | None"]
+_Snapshot = Callable[[Any, Any], _Before]
 
 
-def _checked_read(method: str, func: _Method) -> _Method:
-    """pop_request / peek_request: the clauses read the result against the snapshot."""
-    key = id(func)
+def _checker(
+    argument: str | None, refusal: _Refusal | None, snapshot: _Snapshot
+) -> Callable[[str, _Method], _Method]:
+    """The checker of a queue method: its precondition (`refusal`: the error, or None),
+    its snapshot, the call, then the postcondition's clauses. The clauses read the
+    method's `argument` (by position or by name), or its result when `argument` is None."""
 
-    def checked(self: Any, *args: Any, **kwargs: Any) -> Any:
-        running = _IN_PROGRESS.get()
-        if running is None:
-            running = _running()
-        if key in running:
-            return func(self, *args, **kwargs)
-        running.add(key)
-        try:
-            before = _Before(self)
-            result = func(self, *args, **kwargs)
-            _check_after(self, method, result, before)
-            return result
-        finally:
-            running.discard(key)
+    def wrap(method: str, func: _Method) -> _Method:
+        key = id(func)
 
-    return checked
+        def checked(self: Any, *args: Any, **kwargs: Any) -> Any:
+            running = _IN_PROGRESS.get()
+            if running is None:
+                running = _running()
+            if key in running:
+                return func(self, *args, **kwargs)
+            if argument is None:
+                arg = None
+            elif args:
+                arg = args[0]
+            elif argument in kwargs:
+                arg = kwargs[argument]
+            else:  # no argument: the method's own TypeError
+                return func(self, *args, **kwargs)
+            running.add(key)
+            try:
+                if refusal is not None:
+                    error = refusal(self, arg, method)
+                    if error is not None:
+                        raise error
+                before = snapshot(self, arg)
+                result = func(self, *args, **kwargs)
+                _check_after(self, method, result if argument is None else arg, before)
+                return result
+            finally:
+                running.discard(key)
 
+        return checked
 
-def _checked_remove(method: str, func: _Method) -> _Method:
-    """remove_request: the clauses read the argument against the snapshot."""
-    key = id(func)
-
-    def checked(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
-        running = _IN_PROGRESS.get()
-        if running is None:
-            running = _running()
-        if key in running:
-            return func(self, request, *args, **kwargs)
-        running.add(key)
-        try:
-            before = _Before(self)
-            result = func(self, request, *args, **kwargs)
-            _check_after(self, method, request, before)
-            return result
-        finally:
-            running.discard(key)
-
-    return checked
+    return wrap
 
 
-def _checked_prepend_requests(method: str, func: _Method) -> _Method:
-    """prepend_requests: not the queue itself, none of its requests queued here."""
-    key = id(func)
-
-    def checked(self: Any, requests: Any, *args: Any, **kwargs: Any) -> Any:
-        running = _IN_PROGRESS.get()
-        if running is None:
-            running = _running()
-        if key in running:
-            return func(self, requests, *args, **kwargs)
-        running.add(key)
-        try:
-            # Implements RQ-ALL-8 (the precondition).
-            refusal = _prepend_refusal(self, requests)
-            if refusal is not None:
-                raise refusal
-            before = _Before.of_prepend(self, requests)
-            result = func(self, requests, *args, **kwargs)
-            _check_after(self, method, requests, before)
-            return result
-        finally:
-            running.discard(key)
-
-    return checked
+def _add_refusal_or_none(queue: Any, request: Any, method: str) -> Exception | None:
+    # Implements RQ-REQ-3, RQ-ALL-2, RQ-ALL-3 (the precondition of add and prepend).
+    return None if _may_add(queue, request) else _add_refusal(queue, request, method)
 
 
-def _checked_remove_requests(method: str, func: _Method) -> _Method:
-    """remove_requests: the snapshot counts the requests named."""
-    key = id(func)
+def _prepend_requests_refusal(queue: Any, requests: Any, method: str) -> Exception | None:
+    # Implements RQ-ALL-8 (the precondition of prepend_requests).
+    return _prepend_refusal(queue, requests)
 
-    def checked(self: Any, requests: Any, *args: Any, **kwargs: Any) -> Any:
-        running = _IN_PROGRESS.get()
-        if running is None:
-            running = _running()
-        if key in running:
-            return func(self, requests, *args, **kwargs)
-        running.add(key)
-        try:
-            before = _Before.of_remove(self, requests)
-            result = func(self, requests, *args, **kwargs)
-            _check_after(self, method, requests, before)
-            return result
-        finally:
-            running.discard(key)
 
-    return checked
+def _queue_before(queue: Any, arg: Any) -> _Before:
+    return _Before(queue)
+
+
+_checked_add = _checker("request", _add_refusal_or_none, _queue_before)
+_checked_read = _checker(None, None, _queue_before)  # pop / peek: the clauses read the result
 
 
 #: The checker of each contracted method (see the module doc).
@@ -196,9 +142,9 @@ _CHECKERS: dict[str, Callable[[str, _Method], _Method]] = {
     "prepend_request": _checked_add,
     "pop_request": _checked_read,
     "peek_request": _checked_read,
-    "remove_request": _checked_remove,
-    "prepend_requests": _checked_prepend_requests,
-    "remove_requests": _checked_remove_requests,
+    "remove_request": _checker("request", None, _queue_before),
+    "prepend_requests": _checker("requests", _prepend_requests_refusal, _Before.of_prepend),
+    "remove_requests": _checker("requests", None, _Before.of_remove),
 }
 
 
