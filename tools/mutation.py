@@ -25,7 +25,8 @@ on a statement no test executes survives without running anything (`uncovered`).
 occurrence) and updates that run, against the module's tests or only the new ones
 (`--tests`: a mutant some tests kill is killed; one they miss stays a survivor).
 `--resume` goes on with a run that was stopped (its cosmic-ray session in `--work` keeps
-every verdict reached): only the mutants not yet run are run.
+every verdict reached): only the mutants not yet run are run, on the module's unmutated
+text (a stopped run leaves its last mutant written in the copy; the resume undoes it).
 Writes `build/mutation.json` (per module: mutants, killed, survived, uncovered, timed
 out, incompetent, equivalent, score; every mutant's verdict and every survivor's diff),
 records the summary in `tests/mutation-score.json` and the table of README.md
@@ -400,6 +401,9 @@ def _resume_module(
             f"{name}: note: {target.path} changed since the run began; its lines are the old ones"
         )
     source = pristine.read_text()
+    # A stopped cosmic-ray leaves the mutant it was running written into the module: put
+    # the unmutated text back, or every mutant from here on would carry that one too.
+    (work / target.path).write_text(source)
     notes = annotation_ranges(source)
     with use_db(str(session), WorkDB.Mode.open) as db:
         pending = [item.job_id for item in db.pending_work_items]
