@@ -243,3 +243,126 @@ def test_queuing_copies_of_the_other_queue_is_refuted(deep_off: None) -> None:
     other = PriorityRequestQueue([Request("x", arrival_time=2.0), Request("y", arrival_time=3.0)])
     with pytest.raises(icontract.ViolationError, match="RQ-PRI-4: every request of the other"):
         queue.prepend_requests(other)
+
+
+# The constructor's check (RQ-COST-2): vLLM 0.30.0's scheduler makes a queue on every step,
+# so `__init__`'s structure clauses are checked by the lean wrapper too, not by icontract.
+
+
+class CollapsingIds(FCFSRequestQueue):
+    """Broken: every request of the constructor is indexed under one id."""
+
+    def _fast_new_id(self, request: Any) -> str:
+        return "same"
+
+
+class UnsiftedConstructor(PriorityRequestQueue):
+    """Broken: the constructor's pushes append without sifting (the heap property breaks)."""
+
+    def _push(self, request: Any, request_id: str) -> None:
+        entry = [(request.priority, request.arrival_time, request_id), 0, request]
+        self._heap.append(entry)
+        self._index[request_id] = request
+        self._entries[request_id] = entry
+
+
+@pytest.mark.contracts
+def test_the_constructor_check_refutes_a_broken_index_without_deep_checks(
+    deep_off: None,
+) -> None:
+    """RQ-IMPL-1, RQ-COST-2: the cheap half of the structure (sizes agree) after `__init__`,
+    in an inherited constructor, named as icontract named it."""
+    with pytest.raises(
+        icontract.ViolationError,
+        match=r"in CollapsingIds\.__init__:\nRQ-IMPL-1: the id index holds exactly the queued",
+    ):
+        CollapsingIds([Request("a"), Request("b")])
+    assert len(CollapsingIds([Request("a")])) == 1  # one request: nothing collapses
+
+
+@pytest.mark.contracts
+def test_the_constructor_check_runs_the_deep_clauses_under_deep_checks() -> None:
+    """RQ-PRI-6, RQ-COST-1: the heap property after `__init__` is a deep clause (tests/conftest.py
+    turns deep checks on); without deep checks the broken constructor goes unnoticed."""
+    assert queueref.config.deep_checks()
+    late_first = [Request("late", arrival_time=2.0), Request("early", arrival_time=1.0)]
+    with pytest.raises(icontract.ViolationError, match="RQ-PRI-6: the heap property holds"):
+        UnsiftedConstructor(late_first)
+    queueref.config.set_deep_checks(False)
+    try:
+        assert len(UnsiftedConstructor(late_first)) == 2
+    finally:
+        queueref.config.set_deep_checks(True)
+
+
+def test_the_constructor_check_is_off_under_python_dash_o() -> None:
+    """RQ-COST-2: under `python -O` the broken constructor goes unnoticed, as with icontract."""
+    out = run_optimized(
+        """
+        from queueref import FCFSRequestQueue, Request
+
+        class CollapsingIds(FCFSRequestQueue):
+            def _fast_new_id(self, request):
+                return "same"
+
+        queue = CollapsingIds([Request("a"), Request("b")])
+        print("unchecked", len(queue._items), len(queue._index))
+        """
+    )
+    assert out.splitlines() == ["unchecked 2 1"]
+
+
+class CountsFronts(FCFSRequestQueue):
+    """Correct; counts the reads of its front by the snapshots (the bodies make none)."""
+
+    fronts = 0
+
+    def _front(self) -> Any:
+        CountsFronts.fronts += 1
+        return super()._front()
+
+    def _front_two(self) -> Any:
+        CountsFronts.fronts += 1
+        return super()._front_two()
+
+
+@pytest.mark.contracts
+@pytest.mark.parametrize(
+    "action, reads",
+    [
+        (lambda q, r: q.add_request(Request("new")), 1),  # RQ-FCFS-1: the old front
+        (lambda q, r: q.prepend_request(Request("new")), 1),  # RQ-FCFS-3: the old front
+        (lambda q, r: q.pop_request(), 1),  # RQ-ALL-4, RQ-FCFS-2: the first two
+        (lambda q, r: q.peek_request(), 0),
+        (lambda q, r: q.remove_request(r), 0),
+        (lambda q, r: q.remove_requests([r]), 0),
+        (lambda q, r: q.prepend_requests(FCFSRequestQueue([Request("x")])), 0),
+    ],
+)
+def test_a_snapshot_reads_the_front_only_where_a_clause_compares_it(
+    deep_off: None, action: Any, reads: int
+) -> None:
+    """RQ-COST-2: the snapshot of our own queues reads what the method's clauses compare
+    against and nothing else (counts written out by hand from the clause tables)."""
+    queue = CountsFronts([Request("a"), Request("b")])
+    second = list(queue)[1]
+    CountsFronts.fronts = 0
+    action(queue, second)
+    assert CountsFronts.fronts == reads
+
+
+class LyingBoolFCFS(FCFSRequestQueue):
+    """Broken: says it is empty while it holds a request."""
+
+    def __bool__(self) -> bool:
+        return False
+
+
+@pytest.mark.contracts
+def test_bool_is_checked_by_the_lean_wrapper_on_our_own_queues_too(deep_off: None) -> None:
+    """RQ-ALL-10, RQ-COST-2: `bool` (asked at every turn of vLLM 0.30.0's scheduling loop)
+    is checked on a subclass of our queues as on a foreign one."""
+    assert not LyingBoolFCFS()  # empty: the lie is the truth
+    with pytest.raises(icontract.ViolationError, match="RQ-ALL-10: bool.q. is len.q. > 0"):
+        bool(LyingBoolFCFS([Request("a")]))
+    assert bool(FCFSRequestQueue([Request("a")])) and not PriorityRequestQueue()

@@ -16,15 +16,11 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import icontract
-
-from queueref.queue_base import RequestQueue, _IndexedQueue
+from queueref.queue_base import RequestQueue, _checked_init, _IndexedQueue
 from queueref.queue_checks import (
     Clause,
     _deep,
-    _first_failing,
     _same_items,
-    _structure_violation,
 )
 from queueref.request import RequestLike
 
@@ -139,11 +135,7 @@ class FCFSRequestQueue(_IndexedQueue):
         for method, clauses in _FCFS_POST.items()
     }
 
-    @icontract.ensure(
-        lambda self: _first_failing(_FCFS_STRUCTURE, self, None, None) is None,
-        "RQ-IMPL-1: the id index holds exactly the queued requests",
-        error=lambda self: _structure_violation(_FCFS_STRUCTURE, self),
-    )
+    @_checked_init(_FCFS_STRUCTURE)
     def __init__(self, requests: Iterable[RequestLike] = ()) -> None:
         self._items: deque[RequestLike] = deque()
         self._index = {}
