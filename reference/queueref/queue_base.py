@@ -425,8 +425,13 @@ class _IndexedQueue(RequestQueue):
         if len(by_id) != len(incoming) or not self._index.keys().isdisjoint(by_id):
             seen: set[str] = set()
             for request in incoming:  # the first offending request, named
-                self._require_new(request)  # RQ-ALL-2 / RQ-ALL-3 against this queue
+                check_request_shape(request)
                 request_id = request.request_id
+                if request_id in self._index:  # the precondition's words, under -O too
+                    raise ValueError(
+                        "RQ-ALL-8: no request of the other queue is already in this one: "
+                        f"request_id {request_id!r} is"
+                    )
                 if request_id in seen:
                     raise ValueError(
                         f"RQ-ALL-3: two requests of the other queue have request_id {request_id!r}"
