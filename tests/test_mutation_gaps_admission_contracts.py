@@ -202,6 +202,36 @@ def test_a_start_check_that_reserves_too_few_tokens_is_caught(
         server.start_check(2, 3)
 
 
+@pytest.mark.contracts
+def test_a_start_check_that_hands_out_a_closed_check_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ADM-CTL-7: a `start_check` that returns a check already abandoned (one that could be
+    neither read nor decided) is caught by "a started check is open". In check-then-write
+    the abandoned check held no reservation, so no count differs: only this condition sees it."""
+    broken = method_variant(
+        AdmissionController,
+        "start_check",
+        Change(
+            "start_check",
+            "returns an abandoned check",
+            "return AdmissionCheck(",
+            "abandoned = AdmissionCheck(",
+        ),
+        Change(
+            "start_check",
+            "returns an abandoned check",
+            "tokens_reserved\n    )",
+            "tokens_reserved\n    )\n    abandoned.abandon()\n    return abandoned",
+        ),
+    )
+    monkeypatch.setattr(AdmissionController, "start_check", broken)
+    server = _controller(max_num_queued_reqs=4, max_num_queued_tokens=10)
+    with pytest.raises(icontract.ViolationError, match="ADM-CTL-7: a started check is open"):
+        server.start_check(1, 1)
+    assert server.tracker.num_reserved == 0 and server.tracker.num_reserved_tokens == 0
+
+
 def test_a_decision_that_leaves_the_check_open_is_caught(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
