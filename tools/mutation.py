@@ -127,6 +127,7 @@ MODULES: dict[str, Target] = {
             "tests/test_validators.py",
             "tests/test_mutation_gaps.py",
             "tests/test_mutation_gaps_admission.py",
+            "tests/test_mutation_gaps_admission_contracts.py",
         ),
     ),
     "tracker.py": Target(
@@ -177,6 +178,7 @@ MODULES: dict[str, Target] = {
             "tests/test_check_trace_tokens.py",
             "tests/test_validators.py",
             "tests/test_mutation_gaps.py",
+            "tests/test_mutation_gaps_trace_check.py",
         ),
     ),
     "oracle/trace_files.py": Target(
@@ -186,6 +188,7 @@ MODULES: dict[str, Target] = {
             "tests/test_check_trace_tokens.py",
             "tests/test_validators.py",
             "tests/test_mutation_gaps.py",
+            "tests/test_mutation_gaps_trace_files.py",
         ),
     ),
 }
