@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from queueref.events import AdmissionEvent, write_jsonl
+from queueref.events import AdmissionEvent, EventKind, write_jsonl
 from queueref.oracle import check_admission_trace
 from queueref.oracle.trace_check import TraceReport, in_flight_requests
 
@@ -295,7 +295,7 @@ def test_the_smallest_live_child_id_is_the_one_named() -> None:
 
 @pytest.mark.parametrize(("event", "view", "token_view"), [("admit", 1, 10), ("reject", None, 11)])
 def test_a_request_of_no_tokens_weighs_nothing_under_fits(
-    event: str, view: int | None, token_view: int
+    event: EventKind, view: int | None, token_view: int
 ) -> None:
     """ORC-TR-15 (`fits`: admit iff token view + n * tokens <= Mt): a request recording 0
     tokens adds 0 to the token view it is judged by: admitted at a token view of exactly
