@@ -166,6 +166,22 @@ def test_a_child_beyond_n_of_an_ended_request_is_unknown() -> None:
     ]
 
 
+def test_a_departure_must_give_back_exactly_what_it_ends() -> None:
+    """ORC-TR-4: an abort of "a" (n = 3, none ended) ends its 3 internal requests: one
+    that records n = 2 gives back too few, one that records n = 4 too many."""
+    for recorded in (2, 4):
+        trace = [admit(1.0, 0, "a", view=0, n=3), abort(2.0, 0, "a", n=recorded)]
+        report = check_admission_trace(trace, 1, 4, max_n=4)
+        assert found(report) == [
+            (
+                2,
+                "ORC-TR-4",
+                f"abort of 'a' gives back n={recorded}, but it ends 3 internal request(s) "
+                "in flight",
+            )
+        ]
+
+
 def test_a_request_whose_children_all_ended_may_be_admitted_again() -> None:
     """ORC-TR-4: once both children of "a" (n = 2) have finished, "a" is over: a new
     admission of "a" is not of a request still in flight."""
@@ -466,6 +482,21 @@ def test_a_prefilled_child_no_longer_holds_its_tokens() -> None:
     assert report.max_queued_tokens == 307
 
 
+def test_a_child_finishing_after_its_prefill_takes_out_no_more_tokens() -> None:
+    """ORC-TR-14: "a" (n = 2, 3 tokens each) holds 6; child 0's prefill is done (3 leave),
+    then child 0 finishes (nothing more leaves: its tokens are gone); child 1 still holds
+    3, so an admission of 7 makes the largest 10."""
+    trace = [
+        admit(1.0, 0, "a", view=0, n=2, tokens=3, token_view=0),
+        AdmissionEvent(2.0, 0, "prefill_done", "0_a", 1, tokens=3),
+        finish(3.0, 0, "0_a"),
+        admit(4.0, 0, "b", view=1, tokens=7, token_view=3),
+    ]
+    report = check_admission_trace(trace, 1, 3, max_n=2, max_num_queued_tokens=100)
+    assert report.violations == ()
+    assert report.max_queued_tokens == 10
+
+
 def test_a_departed_child_no_longer_holds_its_tokens() -> None:
     """ORC-TR-14: "a" (n = 3, 2 tokens each, all in prefill) holds 6; its child 0 finishes
     (2 leave), then the rest is aborted (the 2 children left, 4 tokens): nothing is
@@ -556,16 +587,19 @@ def test_a_folder_is_checked_with_the_file_of_each_violation(tmp_path: Path) -> 
     `t`; a violation names its file and its line there."""
     folder = tmp_path / "trace"
     folder.mkdir()
-    write_jsonl([admit(1.0, 0, "a", view=0), finish(3.0, 0, "a")], folder / "server-0.jsonl")
-    write_jsonl([admit(2.0, 1, "b", view=1)], folder / "server-1.jsonl")
-    report = check_admission_trace(folder, 2, 1)
-    assert (report.num_events, report.max_in_flight) == (3, 2)
-    assert [(v.file, v.line, v.rule) for v in report.violations] == [
-        (str(folder / "server-1.jsonl"), 1, "ORC-TR-2")
+    write_jsonl([admit(1.0, 0, "a", view=0), admit(3.0, 0, "c", view=2)], folder / "server-0.jsonl")
+    write_jsonl([admit(4.0, 1, "b", view=3)], folder / "server-1.jsonl")
+    report = check_admission_trace(folder, 2, 2)
+    assert (report.num_events, report.max_in_flight) == (3, 3)
+    # In trace order: server 0's line 2 (t = 3) before server 1's line 1 (t = 4).
+    assert [str(v) for v in report.violations] == [
+        f"{folder / 'server-0.jsonl'}:2: ORC-TR-2: admitted although not view 2 + n 1 <= cap 2",
+        f"{folder / 'server-1.jsonl'}:1: ORC-TR-2: admitted although not view 3 + n 1 <= cap 2",
     ]
-    assert str(report.violations[0]) == (
-        f"{folder / 'server-1.jsonl'}:1: ORC-TR-2: admitted although not view 1 + n 1 <= cap 1"
-    )
+    assert [v.file for v in report.violations] == [
+        str(folder / "server-0.jsonl"),
+        str(folder / "server-1.jsonl"),
+    ]
 
 
 def test_prefills_read_from_a_file_are_counted(tmp_path: Path) -> None:
