@@ -164,6 +164,20 @@ def test_a_missing_file_is_an_error_about_the_folder(tmp_path: Path) -> None:
 
 
 @pytest.mark.guard
+def test_a_missing_file_is_an_error_with_the_servers_given_too(tmp_path: Path) -> None:
+    """ORC-TR-13: with N = 3 given (`--servers 3`), a folder of server-0.jsonl and
+    server-2.jsonl lacks server 1's file: the same error naming the folder, not a silent
+    read of two servers' events."""
+    folder = _folder(tmp_path, {0: [_admit(1.0, 0, "a")], 2: [_admit(2.0, 2, "b")]})
+    with pytest.raises(TraceFormatError) as caught:
+        read_trace_folder(folder, 3)
+    assert (caught.value.path, caught.value.line, caught.value.field) == (str(folder), 0, "server")
+    assert str(caught.value) == (
+        f"{folder}: field 'server': the trace files of servers [1] are missing"
+    )
+
+
+@pytest.mark.guard
 def test_a_file_beyond_the_servers_is_an_error_about_that_file(tmp_path: Path) -> None:
     """ORC-TR-13: with N = 4 given, server-6.jsonl (beyond N, though no file is of index
     exactly N) is an error naming that file (no line), N and the files expected."""

@@ -167,11 +167,6 @@ def read_trace_folder(
     if not indices:
         raise TraceFormatError(name, 0, None, "no server-<i>.jsonl trace file in this folder")
     count = indices[-1] + 1 if num_servers is None else num_servers
-    if num_servers is None and indices != list(range(count)):
-        missing = sorted(set(range(count)) - set(indices))
-        raise TraceFormatError(
-            name, 0, "server", f"the trace files of servers {missing} are missing"
-        )
     for index in indices:
         if index >= count:
             raise TraceFormatError(
@@ -181,6 +176,13 @@ def read_trace_folder(
                 f"a trace file of server {index}, but there are {count} servers "
                 f"(server-0.jsonl .. server-{count - 1}.jsonl)",
             )
+    # With N given too: `serve --trace` makes every server's file before it starts, so a
+    # missing one is a folder that is not what was asked for, never "a server said nothing".
+    if indices != list(range(count)):
+        missing = sorted(set(range(count)) - set(indices))
+        raise TraceFormatError(
+            name, 0, "server", f"the trace files of servers {missing} are missing"
+        )
     per_file: list[list[tuple[AdmissionEvent, int, str]]] = []
     for index in indices:
         path = str(trace_file(name, index))
