@@ -602,6 +602,22 @@ def test_a_folder_is_checked_with_the_file_of_each_violation(tmp_path: Path) -> 
     ]
 
 
+def test_the_violations_of_a_folder_come_in_trace_order_not_file_by_file(
+    tmp_path: Path,
+) -> None:
+    """ORC-TR-1, ORC-TR-13: server 1's violation at t = 2 comes before server 0's at t = 3,
+    although server-0.jsonl sorts first: the order is the merged trace's."""
+    folder = tmp_path / "trace"
+    folder.mkdir()
+    write_jsonl([admit(1.0, 0, "a", view=0), admit(3.0, 0, "c", view=2)], folder / "server-0.jsonl")
+    write_jsonl([admit(2.0, 1, "b", view=3)], folder / "server-1.jsonl")
+    report = check_admission_trace(folder, 2, 2)
+    assert [str(v) for v in report.violations] == [
+        f"{folder / 'server-1.jsonl'}:1: ORC-TR-2: admitted although not view 3 + n 1 <= cap 2",
+        f"{folder / 'server-0.jsonl'}:2: ORC-TR-2: admitted although not view 2 + n 1 <= cap 2",
+    ]
+
+
 def test_prefills_read_from_a_file_are_counted(tmp_path: Path) -> None:
     """ORC-TR-14, ORC-TR-1: the report counts the events of each kind, `prefill_done`
     included when there are any, also for a trace read from its file."""

@@ -326,11 +326,14 @@ class _Replay:
         self.admitted_token_points: list[tuple[float, int, int]] = []
         self.max_request_tokens = 0
         self.violations: list[Violation] = []
+        self.positions: list[int] = []  # of each violation's event in the trace (ORC-TR-1)
         self.servers: dict[int, _Server] = {}
         self.file: str | None = None  # the file of the event being replayed (a folder)
+        self.position = 0  # the place in the trace of the event being replayed
 
     def flag(self, line: int, rule: str, message: str, event: AdmissionEvent) -> None:
         self.violations.append(Violation(line, rule, message, event, self.file))
+        self.positions.append(self.position)
 
     def server(self, index: int) -> _Server:
         state = self.servers.get(index)
@@ -680,6 +683,7 @@ def check_admission_trace(
     )
     for position, (number, event) in enumerate(zip(numbers, trace, strict=True)):
         replay.file = sources[position] if sources is not None else None
+        replay.position = position
         if not isinstance(event, AdmissionEvent):
             raise TypeError(f"ORC-TR-1: event {number} is not an AdmissionEvent: {event!r}")
         replay.step(number, event)
@@ -692,6 +696,7 @@ def check_admission_trace(
         ]
         for position, number, event in missing:
             replay.file = sources[position] if sources is not None else None
+            replay.position = position
             replay.flag(
                 number,
                 "ORC-TR-10",
@@ -716,7 +721,10 @@ def check_admission_trace(
         bound_of_tokens = trace_token_bound(
             chosen, token_rule, num_servers, max_num_queued_tokens, replay.max_request_tokens
         )
-    violations = sorted(replay.violations, key=lambda v: (v.file or "", v.line))
+    # ORC-TR-1: in trace order (a folder's merged order, not file by file); the ORC-TR-10
+    # ones, flagged after the replay, go back to their event's place (a stable sort).
+    order = sorted(range(len(replay.violations)), key=replay.positions.__getitem__)
+    violations = [replay.violations[i] for i in order]
     return TraceReport(
         mode=chosen.value,
         num_servers=num_servers,
