@@ -47,6 +47,11 @@ def double(n):
 
 def unused(n):
     return n - 1
+
+
+@dataclass(frozen=True)
+class Point:
+    x: int
 """
 #: What tools/mutation_coverage.py would record for two tests of TOY.
 MAP: dict[str, Any] = {
@@ -91,6 +96,15 @@ def test_a_removed_decorator_selects_the_tests_that_call_the_function() -> None:
 def test_a_mutant_of_a_statement_run_at_import_selects_every_test() -> None:
     chosen = select.select(MAP, TOY, TOY.replace("LIMIT = 3", "LIMIT = 4"))
     assert chosen.reason == "import"
+    assert chosen.tests == ("t.py::test_double", "t.py::test_both", "t.py::test_fits")
+
+
+def test_a_mutant_of_a_class_decorator_selects_every_test() -> None:
+    """`frozen=True` made `frozen=False`: the class's body runs only at import and the
+    methods the decorator makes have no line, so no test "covers" it, yet every test that
+    uses the class would see the change: all of them run, as for an import-time line."""
+    chosen = select.select(MAP, TOY, TOY.replace("frozen=True", "frozen=False"))
+    assert chosen.reason == "import" and chosen.span == (19, 21)
     assert chosen.tests == ("t.py::test_double", "t.py::test_both", "t.py::test_fits")
 
 

@@ -10,8 +10,11 @@ executed any line of that statement unmutated (`--map`, written once per module 
   test sees: all the module's tests run;
 * a statement no test executes: nothing runs; the mutant survives, reported `uncovered`
   (the exit status is 0, the output says so);
-* a def or class: the tests that run any line of its body (its decorators' contracts run
-  on each call), not every test, although its `def` line runs at import.
+* a def: the tests that run any line of its body (its decorators' contracts run on each
+  call), not every test, although its `def` line runs at import;
+* a class's own lines (its decorators, its bases): all the module's tests, as at import,
+  for what they make has no line of its own (a dataclass's `__init__` and `__eq__`, its
+  frozen `__setattr__`) and every test that uses the class sees it.
 
     python tools/mutation_select.py --map M.json --pristine P.py --module path.py \
         [--log progress.log] -- python -m pytest -x -q ...
@@ -72,19 +75,23 @@ def _first_line(node: ast.stmt) -> int:
     return node.lineno
 
 
-def statement_span(source: str, lines: set[int]) -> tuple[int, int, bool]:
+def statement_span(source: str, lines: set[int]) -> tuple[int, int, str]:
     """The innermost statement of `source` holding every line of `lines`: its first line
-    (decorators included), last line, and whether it is a def or class."""
-    best: tuple[int, int, bool] | None = None
+    (decorators included), last line, and its kind: "def", "class" or "statement"."""
+    best: tuple[int, int, str] | None = None
     low, high = min(lines), max(lines)
     for node in ast.walk(ast.parse(source)):
         if not isinstance(node, ast.stmt) or node.end_lineno is None:
             continue
         first, last = _first_line(node), node.end_lineno
         if first <= low and high <= last and (best is None or last - first < best[1] - best[0]):
-            definition = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-            best = (first, last, definition)
-    return best if best is not None else (low, high, False)
+            kind = "statement"
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                kind = "def"
+            elif isinstance(node, ast.ClassDef):
+                kind = "class"
+            best = (first, last, kind)
+    return best if best is not None else (low, high, "statement")
 
 
 def select(coverage: dict[str, Any], original: str, mutated: str) -> Selection:
@@ -95,9 +102,9 @@ def select(coverage: dict[str, Any], original: str, mutated: str) -> Selection:
     changed = changed_lines(original, mutated)
     if not changed:  # the same text: every test, the mutant cannot be told apart
         return Selection("import", tuple(fastest), (0, 0), sum(tests[t]["seconds"] for t in tests))
-    first, last, definition = statement_span(original, changed)
+    first, last, kind = statement_span(original, changed)
     span = set(range(first, last + 1))
-    if not definition and span & set(coverage["import_lines"]):
+    if kind == "class" or (kind == "statement" and span & set(coverage["import_lines"])):
         total = sum(tests[t]["seconds"] for t in tests)
         return Selection("import", tuple(fastest), (first, last), total)
     chosen = tuple(t for t in fastest if span & set(tests[t]["lines"]))
