@@ -256,8 +256,12 @@ class AdmissionCheck:
         # ADM-RISK-2: the local scope reads the server's own tokens, never counter 1.
         return tracker.get_num_queued_tokens() + tracker.num_reserved_tokens
 
-    @icontract.require(lambda self: self.is_open, "ADM-CTL-7: the check is still open")
-    @icontract.require(lambda self: not self.done, "ADM-CTL-7: a slot is left to read")
+    @icontract.require(
+        lambda self: self.is_open, "ADM-CTL-7: the check is still open", error=RuntimeError
+    )
+    @icontract.require(
+        lambda self: not self.done, "ADM-CTL-7: a slot is left to read", error=RuntimeError
+    )
     @icontract.snapshot(lambda self: self.reads, name="reads")
     @icontract.ensure(
         lambda self, OLD: self.reads == OLD.reads + 1,
@@ -273,6 +277,7 @@ class AdmissionCheck:
         there reads no token. A rejection, a corrupt value or a failing buffer
         gives the reservations back and raises.
         """
+        self._check_step(deciding=False)
         try:
             if not self._state.done(self._num_slots):
                 stats = self._stats
@@ -291,8 +296,14 @@ class AdmissionCheck:
         self._token_state = self._token_state.read(value)
         return value
 
-    @icontract.require(lambda self: self.is_open, "ADM-CTL-7: the check is still open")
-    @icontract.require(lambda self: self.done, "ADM-CTL-7: decide only after every slot is read")
+    @icontract.require(
+        lambda self: self.is_open, "ADM-CTL-7: the check is still open", error=RuntimeError
+    )
+    @icontract.require(
+        lambda self: self.done,
+        "ADM-CTL-7: decide only after every slot is read",
+        error=RuntimeError,
+    )
     @icontract.ensure(lambda self: not self.is_open, "ADM-CTL-7: a decided check is closed")
     def decide(self) -> int | None:
         """Admit (return the view read, None without a request limit) or raise.
@@ -302,6 +313,7 @@ class AdmissionCheck:
         the reservations back, so it leaves every count as it was; an admission
         in write-then-check keeps them, for the tracker registration to take over.
         """
+        self._check_step(deciding=True)
         controller = self._controller
         try:
             view = self._pass_request_limit()
@@ -315,6 +327,22 @@ class AdmissionCheck:
             raise
         self._open = False
         return view
+
+    def _check_step(self, *, deciding: bool) -> None:
+        """The order of the steps, kept under `python -O` (the preconditions say the same
+        with contracts on): a read past the last slot would read a slot that is not there,
+        and a decision on part of the slots would admit on a sum that is not the check's."""
+        if not self._open:
+            raise RuntimeError(
+                "ADM-CTL-7: the check is still open: this one was decided or abandoned"
+            )
+        if deciding and not self.done:
+            raise RuntimeError(
+                "ADM-CTL-7: decide only after every slot is read: "
+                f"{self.reads} of {self._num_slots + self._num_token_slots} reads made"
+            )
+        if not deciding and self.done:
+            raise RuntimeError("ADM-CTL-7: a slot is left to read: every slot is read; decide")
 
     def abandon(self) -> None:
         """Close the check without deciding, giving the reservations back."""
@@ -781,6 +809,10 @@ class AdmissionController:
         """
         if not is_int_at_least(n, 1):
             raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
+        if self.reserves and n > self._tracker.num_reserved:
+            raise ValueError(
+                f"ADM-CTL-9: cannot give back {n} of {self._tracker.num_reserved} reserved requests"
+            )
         if not is_int_at_least(num_prompt_tokens, 0):
             raise ValueError(
                 f"ADM-TOK-3: num_prompt_tokens must be an int >= 0, got {num_prompt_tokens!r}"
