@@ -128,6 +128,7 @@ MODULES: dict[str, Target] = {
             "tests/test_mutation_gaps.py",
             "tests/test_mutation_gaps_admission.py",
             "tests/test_mutation_gaps_admission_contracts.py",
+            "tests/test_admission_step_guard.py",
         ),
     ),
     "tracker.py": Target(

@@ -809,13 +809,13 @@ class AdmissionController:
         """
         if not is_int_at_least(n, 1):
             raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
-        if self.reserves and n > self._tracker.num_reserved:
-            raise ValueError(
-                f"ADM-CTL-9: cannot give back {n} of {self._tracker.num_reserved} reserved requests"
-            )
         if not is_int_at_least(num_prompt_tokens, 0):
             raise ValueError(
                 f"ADM-TOK-3: num_prompt_tokens must be an int >= 0, got {num_prompt_tokens!r}"
+            )
+        if self.reserves and n > self._tracker.num_reserved:
+            raise ValueError(
+                f"ADM-CTL-9: cannot give back {n} of {self._tracker.num_reserved} reserved requests"
             )
         tokens = n * num_prompt_tokens
         if self.reserves_tokens and tokens > self._tracker.num_reserved_tokens:
