@@ -18,6 +18,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from trace_events import abort, admit, finish, reject
 
 from queueref.admission import (
     AdmissionController,
@@ -31,22 +32,6 @@ from queueref.front import APIServer
 from queueref.oracle import TraceFormatError, check_admission_trace
 from queueref.oracle.trace_check import read_trace
 from queueref.tracker import RequestTracker
-
-
-def admit(t: float, server: int, rid: str, view: int | None, n: int = 1) -> AdmissionEvent:
-    return AdmissionEvent(t, server, "admit", rid, n, view=view)
-
-
-def reject(t: float, server: int, rid: str, view: int | None, n: int = 1) -> AdmissionEvent:
-    return AdmissionEvent(t, server, "reject", rid, n, view=view)
-
-
-def finish(t: float, server: int, rid: str, n: int = 1) -> AdmissionEvent:
-    return AdmissionEvent(t, server, "finish", rid, n, t_before=t - 0.01)
-
-
-def abort(t: float, server: int, rid: str, n: int = 1) -> AdmissionEvent:
-    return AdmissionEvent(t, server, "abort", rid, n, t_before=t - 0.01)
 
 
 def rules(report: object) -> list[tuple[int, str]]:

@@ -11,37 +11,11 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from trace_events import abort, admit, finish, reject
 
 from queueref.events import AdmissionEvent, EventKind, write_jsonl
 from queueref.oracle import check_admission_trace
 from queueref.oracle.trace_check import TraceReport, in_flight_requests
-
-
-def admit(
-    t: float,
-    server: int,
-    rid: str,
-    view: int | None,
-    n: int = 1,
-    *,
-    tokens: int | None = None,
-    token_view: int | None = None,
-) -> AdmissionEvent:
-    return AdmissionEvent(
-        t, server, "admit", rid, n, view=view, tokens=tokens, token_view=token_view
-    )
-
-
-def reject(t: float, server: int, rid: str, view: int | None, n: int = 1) -> AdmissionEvent:
-    return AdmissionEvent(t, server, "reject", rid, n, view=view)
-
-
-def finish(t: float, server: int, rid: str, n: int = 1) -> AdmissionEvent:
-    return AdmissionEvent(t, server, "finish", rid, n, t_before=t - 0.01)
-
-
-def abort(t: float, server: int, rid: str, n: int = 1) -> AdmissionEvent:
-    return AdmissionEvent(t, server, "abort", rid, n, t_before=t - 0.01)
 
 
 def found(report: TraceReport) -> list[tuple[int, str, str]]:
