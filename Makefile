@@ -8,7 +8,7 @@ HYPOTHESIS_PROFILE ?= $(if $(CI),ci,dev)
 export HYPOTHESIS_PROFILE
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup redis-server coq test soak lint types crosshair-queues generate proofs proofs-coq bound-table trace vectors bench mutation verify clean
+.PHONY: setup redis-server coq spin test soak lint types crosshair-queues generate proofs proofs-coq bound-table trace vectors bench mutation verify clean
 .PHONY: help
 
 $(STAMP): pyproject.toml
@@ -35,7 +35,7 @@ redis-server:
 # processes and servers one at a time, so they never compete for the cores (or ports),
 # then the `guard` tests with contracts off (python -O): bad input is refused without
 # icontract too. Only the guards: the whole suite under -O takes about 20 minutes here.
-test: setup coq
+test: setup coq spin
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not multiprocess and not e2e and not slow"
 	$(BIN)/python -m pytest -q -m "(multiprocess or e2e) and not slow" tests
 	$(BIN)/python -O -m pytest -q -n $(PYTEST_WORKERS) \
@@ -98,6 +98,19 @@ coq:
 		exit 1; \
 	fi
 
+## spin: install Spin and a C compiler when missing (apt-get as root; else a clear failure)
+# Spin 6.5 (Debian's package `spin`) is the explorer's second engine (OB-TABLE-3): the
+# tests compare it with the explorer, the benchmark times both. Never a silent skip.
+spin:
+	@{ command -v spin >/dev/null 2>&1 && command -v cc >/dev/null 2>&1; } || \
+	if [ "$$(id -u)" = 0 ]; then \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y spin gcc \
+		|| { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y spin gcc; }; \
+	else \
+		echo "spin or cc not found and not root: install them (apt-get install -y spin gcc as root)" >&2; \
+		exit 1; \
+	fi
+
 ## proofs-coq: every Coq theorem of proofs/coq closed (no axiom), its mutants refuted at a proof step, the Python traces accepted
 proofs-coq: setup coq
 	$(BIN)/python tools/run_coq.py
@@ -111,7 +124,7 @@ trace: setup
 	$(BIN)/python tools/trace.py
 
 ## bench: per-operation cost of the queues and of admission
-bench: setup
+bench: setup spin
 	$(BIN)/python tools/bench.py
 
 ## verify: every check above, and the verification report

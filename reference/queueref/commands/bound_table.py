@@ -17,6 +17,8 @@ adds), `--rule ge` (vLLM 0.30.0's `>=` rejects, the default) or `fits`; the rows
 same keys, `worst_total` being the worst global queued tokens. `--limit
 both` sets both limits (`--token-cap`, `--prompt` for the token side): `worst_total` and
 `bound` are the request count's, `worst_tokens` and `token_bound` the tokens'.
+`--engine spin` has Spin search check-then-write (the compact encoding's Promela text,
+`queueref.models.promela`): the same rows, `engine` and `encoding` added.
 `--json` prints a JSON list of rows; `--witness` adds the interleaving that reaches
 `worst_total` (and, for write-then-check, the one that shows the spurious rejection).
 
@@ -36,6 +38,7 @@ from collections.abc import Sequence
 from queueref.commands.args import add_protocol_argument, add_quiet, progress_line, show_progress
 from queueref.models.explorer import (
     CHECK_THEN_WRITE,
+    ENGINES,
     PROTOCOLS,
     WRITE_THEN_CHECK,
     Exploration,
@@ -117,6 +120,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print a JSON list of rows")
     parser.add_argument(
         "--witness", action="store_true", help="add the interleaving that reaches worst_total"
+    )
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="python",
+        help="who searches: queueref's explorer (default) or Spin on the compact encoding "
+        "(check-then-write, --limit requests, no --witness; Spin and a C compiler needed)",
     )
     parser.add_argument(
         "--max-states",
@@ -232,6 +242,12 @@ def _rows(args: argparse.Namespace) -> list[dict[str, object]]:
     protocol = str(args.protocol)
     if protocol not in PROTOCOLS:
         raise UsageError(f"--protocol {protocol!r}: expected one of {', '.join(PROTOCOLS)}")
+    if args.engine == "spin" and (
+        args.limit != "requests" or protocol != CHECK_THEN_WRITE or args.witness
+    ):
+        raise UsageError(
+            "--engine spin searches check-then-write with --limit requests, without --witness"
+        )
     servers = parse_range(str(args.servers), "servers", MINIMUM["servers"])
     caps = parse_range(str(args.cap), "cap", MINIMUM["cap"])
     weights = clamp_weights(parse_range(str(args.weight), "weight", MINIMUM["weight"]), caps)
@@ -250,7 +266,15 @@ def _rows(args: argparse.Namespace) -> list[dict[str, object]]:
     for n in servers:
         for m in caps:
             for w in weights:
-                result = explore(protocol, n, m, w, witness=args.witness, max_states=max_states)
+                result = explore(
+                    protocol,
+                    n,
+                    m,
+                    w,
+                    witness=args.witness,
+                    max_states=max_states,
+                    engine=args.engine,
+                )
                 row = result.row()
                 if show_progress(args):  # E2E-CLI-4: states explored and the rate, per row
                     states, seconds = int(str(row["states"])), float(str(row["seconds"]))

@@ -26,6 +26,7 @@ from queueref.models.admission_models import WriteThenCheck as WriteThenCheck
 # Re-exported: callers of the explorer name the bound it is measured against.
 from queueref.models.protocol import overshoot_bound as overshoot_bound
 from queueref.models.search import ENCODINGS as ENCODINGS
+from queueref.models.search import ENGINES as ENGINES
 from queueref.models.search import Exploration as Exploration
 from queueref.models.search import Leak as Leak
 from queueref.models.search import Search as Search
