@@ -4,7 +4,9 @@ Every `import` and `from ... import` of every module counts, wherever it is
 written: at the top, under `if TYPE_CHECKING:`, or inside a function. A
 module may import only modules below it:
 
-    request -> queues -> waiting
+    request -> queue_checks -> queue_base -> queue_fcfs -> queue_priority -> queues
+        -> waiting_state -> waiting_checks -> waiting_step -> waiting
+    waiting_places -> waiting_state;  waiting_checks -> waiting_stream, waiting_leave -> waiting
     validators, errors -> models/protocol -> shared_stats -> tracker -> admission
         -> front -> servers -> stress, http
 
@@ -25,7 +27,22 @@ PACKAGE = Path(__file__).resolve().parent.parent / "reference" / "queueref"
 
 #: Lower layers first; a module must never reach (even indirectly) one later in its chain.
 CHAINS: tuple[tuple[str, ...], ...] = (
-    ("request", "queues", "waiting"),
+    # The queues, split by job, then the waiting lifecycle, split by job, on top of them.
+    (
+        "request",
+        "queue_checks",
+        "queue_base",
+        "queue_fcfs",
+        "queue_priority",
+        "queues",
+        "waiting_state",
+        "waiting_checks",
+        "waiting_step",
+        "waiting",
+    ),
+    ("waiting_places", "waiting_state"),
+    ("waiting_checks", "waiting_stream", "waiting"),
+    ("waiting_checks", "waiting_leave", "waiting"),
     (
         "validators",
         "models.protocol",
