@@ -25,11 +25,11 @@ inequality is reached. Without lapses it is OB-BOUND-1.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 from typing import TypeVar
 
 from queueref.models import protocol
+from queueref.models.search import reachable
 from queueref.validators import is_int_at_least
 
 T = TypeVar("T")
@@ -126,17 +126,11 @@ def explore_leases(servers: int, cap: int, weight: int, lapses: int) -> LeaseRow
     if not is_int_at_least(lapses, 0):
         raise ValueError(f"OB-LEASE-1: lapses must be an int >= 0, got {lapses!r}")
     start: _State = ((0,) * servers, (False,) * servers, (None,) * servers, 0, 0)
-    seen = {start}
-    frontier = deque([start])
-    worst_excess = worst_total = 0
-    while frontier:
-        state = frontier.popleft()
+    worst_excess = worst_total = states = 0
+    for state in reachable(start, lambda s: _successors(s, cap, weight, lapses)):
+        states += 1
         total = sum(state[0])
         worst_total = max(worst_total, total)
         worst_excess = max(worst_excess, total - state[3])
-        for nxt in _successors(state, cap, weight, lapses):
-            if nxt not in seen:
-                seen.add(nxt)
-                frontier.append(nxt)
     bound = protocol.overshoot_bound(servers, cap, weight)
-    return LeaseRow(servers, cap, weight, lapses, worst_excess, worst_total, bound, len(seen))
+    return LeaseRow(servers, cap, weight, lapses, worst_excess, worst_total, bound, states)

@@ -10,8 +10,10 @@ of write-then-check's hard cap, `capacity_leak` the crash model's lost capacity.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from queueref.models.admission_models import (
     CHECK_THEN_WRITE,
@@ -143,6 +145,34 @@ def search(
     return Search(
         len(seen), best_score, best_state, parent_map if parents else None, tuple(best_also)
     )
+
+
+_S = TypeVar("_S")
+
+
+def reachable(
+    start: _S,
+    successors: Callable[[_S], Iterable[_S]],
+    *,
+    max_states: int | None = None,
+    too_many: str = "",
+) -> Iterator[_S]:
+    """Every state reachable from `start` through `successors`, each once, breadth first.
+
+    For the small models that keep their own state shape (`queueref.models.lease`,
+    `queueref.models.tokens`). Past `max_states` states it raises `ValueError(too_many)`.
+    """
+    seen = {start}
+    frontier = deque([start])
+    while frontier:
+        state = frontier.popleft()
+        yield state
+        for nxt in successors(state):
+            if nxt not in seen:
+                seen.add(nxt)
+                if max_states is not None and len(seen) > max_states:
+                    raise ValueError(too_many)
+                frontier.append(nxt)
 
 
 def replay(model: Model, steps: Sequence[Step]) -> list[State]:

@@ -36,10 +36,11 @@ Bounds (each checked here for the stated bounds, OB-TOK-1..3):
 
 from __future__ import annotations
 
-from collections import deque
+import functools
 from dataclasses import dataclass
 
 from queueref.models import protocol
+from queueref.models.search import reachable
 from queueref.validators import is_int_at_least
 
 #: The one token decision lives in `protocol` (the controller decides with it too).
@@ -137,21 +138,15 @@ def explore_tokens(
     wtc = protocol.Protocol(protocol_name) is protocol.Protocol.WRITE_THEN_CHECK
     empty: _Server = ((), None)
     start = (empty,) * servers
-    seen = {start}
-    frontier = deque([start])
-    worst = 0
-    while frontier:
-        state = frontier.popleft()
+    worst = states = 0
+    too_many = f"OB-TOK-1: more than {max_states} states; lower the bounds"
+    moves = functools.partial(_successors, limit=limit, prompt=prompt, rule=rule, wtc=wtc)
+    for state in reachable(start, moves, max_states=max_states, too_many=too_many):
+        states += 1
         worst = max(worst, sum(sum(prefilling) for prefilling, _ in state))
-        for nxt in _successors(state, limit, prompt, rule, wtc):
-            if nxt not in seen:
-                seen.add(nxt)
-                if len(seen) > max_states:
-                    raise ValueError(f"OB-TOK-1: more than {max_states} states; lower the bounds")
-                frontier.append(nxt)
     bound = token_bound(rule, wtc, servers, limit, prompt)
     name = protocol.Protocol(protocol_name).value
-    return TokenRow(servers, limit, prompt, rule.value, name, worst, bound, len(seen))
+    return TokenRow(servers, limit, prompt, rule.value, name, worst, bound, states)
 
 
 # Joint limits: per server (decoding units, sorted prefilling unit tokens, check or None);
@@ -241,22 +236,16 @@ def explore_joint(
             raise ValueError(f"OB-TOK-4: {name} must be an int >= {low}, got {value!r}")
     empty: _JointServer = (0, (), None)
     start = (empty,) * servers
-    seen = {start}
-    frontier = deque([start])
-    worst_requests = worst_tokens = 0
-    while frontier:
-        state = frontier.popleft()
+    worst_requests = worst_tokens = states = 0
+    too_many = f"OB-TOK-4: more than {max_states} states; lower the bounds"
+    moves = functools.partial(_joint_successors, cap=cap, weight=weight, limit=limit, prompt=prompt)
+    for state in reachable(start, moves, max_states=max_states, too_many=too_many):
+        states += 1
         worst_requests = max(worst_requests, sum(d + len(pre) for d, pre, _ in state))
         worst_tokens = max(worst_tokens, sum(sum(pre) for _, pre, _ in state))
-        for nxt in _joint_successors(state, cap, weight, limit, prompt):
-            if nxt not in seen:
-                seen.add(nxt)
-                if len(seen) > max_states:
-                    raise ValueError(f"OB-TOK-4: more than {max_states} states; lower the bounds")
-                frontier.append(nxt)
     request_bound = protocol.overshoot_bound(servers, cap, weight)
     token_bound_ = token_bound(Rule.GE, False, servers, limit, weight * prompt)
     return JointRow(
         servers, cap, weight, limit, prompt, worst_requests, worst_tokens,
-        request_bound, token_bound_, len(seen),
+        request_bound, token_bound_, states,
     )  # fmt: skip
