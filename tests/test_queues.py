@@ -10,6 +10,7 @@ import heapq
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import icontract
@@ -213,6 +214,49 @@ def test_remove_requests_with_bad_member_changes_nothing(cls: type[RequestQueue]
     a = queue.peek_request()
     with pytest.raises(TypeError):
         queue.remove_requests([a, cast(Any, object())])
+    assert ids(queue) == ["a", "b"]
+
+
+@dataclass(eq=True)
+class SamePrompt:
+    """A request type whose `==` compares the prompt only: two requests with different ids
+    can be equal, and (not frozen) it is unhashable."""
+
+    prompt: str
+    request_id: str = field(compare=False)
+    priority: int = field(default=0, compare=False)
+    arrival_time: float = field(default=0.0, compare=False)
+
+
+@dataclass(eq=True, unsafe_hash=True)
+class SamePromptHashable(SamePrompt):
+    """The same, hashable: a set or dict of them merges equal requests."""
+
+
+@pytest.mark.guard
+@pytest.mark.parametrize("cls", QUEUE_CLASSES)
+@pytest.mark.parametrize("kind", [SamePrompt, SamePromptHashable])
+def test_removal_takes_the_object_named_not_an_equal_one(
+    cls: type[RequestQueue], kind: type[SamePrompt]
+) -> None:
+    """RQ-REQ-2, RQ-ALL-6, RQ-ALL-7: a queue holds objects, not values. With a request type
+    whose `==` ignores the id, removing the second of two equal requests removes it (vLLM
+    0.30.0's `deque.remove` would take the first), naming both removes both, and the
+    queue stays consistent (under `python -O` too, where no contract would notice)."""
+    a, b, c = kind("hi", "a"), kind("hi", "b", arrival_time=1.0), kind("x", "c", arrival_time=2.0)
+    assert a == b and a is not b
+    queue = cls([a, b, c])
+    queue.remove_request(b)
+    assert ids(queue) == ["a", "c"] and queue.peek_request() is a
+    with pytest.raises(ValueError, match="RQ-ALL-6"):
+        queue.remove_request(b)
+    queue = cls([a, b, c])
+    queue.remove_requests([a, b])
+    assert ids(queue) == ["c"] and len(queue) == 1
+    queue = cls([a, b, c])
+    queue.remove_requests([b, c])
+    assert ids(queue) == ["a"]
+    queue.add_request(b)  # the index and the queue agree: b is free again
     assert ids(queue) == ["a", "b"]
 
 

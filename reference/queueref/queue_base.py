@@ -393,20 +393,22 @@ class _IndexedQueue(RequestQueue):
     def _present(self, requests: Iterable[RequestLike]) -> list[RequestLike]:
         # RQ-ALL-7: the distinct queued requests among `requests`, all checked first.
         # Look each id up, keep the requests that are the queued object itself, and drop
-        # repeats (dict keys hash identities, RQ-REQ-2). A queued request had its shape
-        # checked when it came in, so only the others are checked here.
+        # repeats by id: a queued request is the only one with its id (RQ-ALL-3), whatever
+        # its type's `==` says (RQ-REQ-2: a queue holds objects, not values). A queued
+        # request had its shape checked when it came in, so only the others are checked.
         index = self._index
-        present: dict[RequestLike, None] = {}
+        present: dict[str, RequestLike] = {}
         for request in requests:  # a plain loop: see `_checked_by_id`
             try:
-                queued = index.get(request.request_id) is request
+                request_id = request.request_id
+                queued = index.get(request_id) is request
             except (AttributeError, TypeError):  # no request_id, or an unhashable one
                 queued = False
             if queued:
-                present[request] = None
+                present[request_id] = request
             else:
                 check_request_shape(request)
-        return list(present)
+        return list(present.values())
 
     def _incoming(
         self, requests: RequestQueue, ordered: bool = True

@@ -4,7 +4,10 @@ Models vLLM's `FCFSRequestQueue` (`vllm/v1/core/sched/request_queue.py`,
 0.30.0 and 0.33.0): add appends, prepend puts a request back in front, and
 `prepend_requests` is `deque.extendleft`. Iterating behaves as iterating a
 copy, so the caller may change the queue while iterating; the copy is made
-only by a change while an iterator is alive (`_unshare`). The postcondition
+only by a change while an iterator is alive (`_unshare`). Divergence: removal
+takes the object named even when the request type's `==` says another queued
+request equals it (vLLM 0.30.0 removes with `deque.remove` and a set of the
+requests, which then take the wrong one). The postcondition
 clauses this queue adds to the `RequestQueue` ones are in `_FCFS_POST`.
 """
 
@@ -116,6 +119,22 @@ _FCFS_POST: dict[str, tuple[Clause, ...]] = {
         ),
     ),
 }
+
+
+def _without(items: deque[RequestLike], present: list[RequestLike]) -> deque[RequestLike]:
+    """A new deque of `items` without the objects of `present` (all queued, distinct)."""
+    # RQ-REQ-2: by identity. The set lookup tries identity first, so every object of
+    # `present` goes; it also takes a request `==` to one of them, which only a request
+    # type whose `==` holds between different ids makes happen: then the count is off,
+    # and the pass by identity runs instead. An unhashable type takes that pass too.
+    try:
+        kept = deque(itertools.filterfalse(set(present).__contains__, items))
+        if len(kept) == len(items) - len(present):
+            return kept
+    except TypeError:
+        pass
+    gone = {id(request) for request in present}
+    return deque(request for request in items if id(request) not in gone)
 
 
 class FCFSRequestQueue(_IndexedQueue):
@@ -265,9 +284,18 @@ class FCFSRequestQueue(_IndexedQueue):
         self._require_present(request)
         if self._iterated:
             self._unshare()
-        # deque.remove compares with ==, which is identity for requests; ids are unique.
-        self._items.remove(request)
+        self._remove_object(request)
         del self._index[request.request_id]
+
+    def _remove_object(self, request: RequestLike) -> None:
+        # RQ-REQ-2: remove this object. `deque.index` finds the first request that is it
+        # or `==` it: the same unless the request type's `==` holds between requests with
+        # different ids (vLLM 0.30.0's `deque.remove` would then take the wrong one).
+        items = self._items
+        position = items.index(request)
+        if items[position] is not request:
+            position = next(i for i, queued in enumerate(items) if queued is request)
+        del items[position]
 
     def remove_requests(self, requests: Iterable[RequestLike]) -> None:
         """Remove every named request that is queued; ignore the rest."""
@@ -284,10 +312,10 @@ class FCFSRequestQueue(_IndexedQueue):
         if len(present) == 1:
             if self._iterated:
                 self._unshare()
-            self._items.remove(present[0])
+            self._remove_object(present[0])
         else:
             self._iterated = False
-            self._items = deque(itertools.filterfalse(set(present).__contains__, self._items))
+            self._items = _without(self._items, present)
 
     def __iter__(self) -> Iterator[Any]:
         """Front to back, over the queue as it is now: a change made
