@@ -600,6 +600,14 @@ def _check_returning(value: Any) -> Callable[[Any], Any]:
             lambda r: setattr(r, "status", RequestStatus.FINISHED_ABORTED) or True,
             ValueError,
         ),
+        # A status equal to a member but not one: the int of a blocked or ready status.
+        (lambda r: setattr(r, "status", int(KV)) or SKIP, None, TypeError),
+        (_check_returning(RUN), lambda r: setattr(r, "status", int(KV)) or False, TypeError),
+        (
+            _check_returning(RUN),
+            lambda r: setattr(r, "status", int(WAITING_STATUS)) or True,
+            TypeError,
+        ),
     ],
 )
 def test_callback_rules(

@@ -54,6 +54,11 @@ from queueref.waiting_places import (
 from queueref.waiting_state import WaitingState
 
 
+def _not_a_status(callback: str, status: object) -> str:
+    # WL-STEP-9: a status is a RequestStatus member, never a value equal to one.
+    return f"{callback} set status {status!r}, not a RequestStatus"
+
+
 def _never_promote(request: LifecycleRequest) -> bool:
     """The default `try_promote`: a blocked request stays blocked."""
     return False
@@ -185,9 +190,11 @@ class SchedulingStep(WaitingState):
         except BaseException:
             request.status = before
             raise
-        problem = None
+        problem, error = None, ValueError
         if not isinstance(promoted, bool):
-            problem = f"try_promote returned {promoted!r}, not a bool"
+            problem, error = f"try_promote returned {promoted!r}, not a bool", TypeError
+        elif not isinstance(request.status, RequestStatus):  # an int equal to a member too
+            problem, error = _not_a_status("try_promote", request.status), TypeError
         elif promoted and not (
             request.status in READY_STATUSES or self._is_blocked(request.status)
         ):
@@ -196,7 +203,6 @@ class SchedulingStep(WaitingState):
             problem = f"try_promote returned False but set status {request.status.name}"
         if problem is not None:
             request.status = before
-            error = TypeError if not isinstance(promoted, bool) else ValueError
             raise error(f"WL-STEP-9: {problem} for {request!r}")
         if promoted and self._is_blocked(request.status):
             request.status = RequestStatus.WAITING
@@ -213,16 +219,17 @@ class SchedulingStep(WaitingState):
         except BaseException:
             request.status = before
             raise
-        problem = None
+        problem, error = None, ValueError
         if not isinstance(decision, StepDecision):
-            problem = f"check returned {decision!r}, not a StepDecision"
+            problem, error = f"check returned {decision!r}, not a StepDecision", TypeError
+        elif not isinstance(request.status, RequestStatus):  # an int equal to a member too
+            problem, error = _not_a_status("check", request.status), TypeError
         elif request.status is not before and not (
             decision is StepDecision.SKIP and self._is_blocked(request.status)
         ):
             problem = f"check changed the status to {request.status.name} ({decision.name})"
         if problem is not None:
             request.status = before
-            error = TypeError if not isinstance(decision, StepDecision) else ValueError
             raise error(f"WL-STEP-9: {problem} for {request!r}")
         return decision
 
