@@ -85,6 +85,7 @@ _LIFECYCLE_TESTS = (
     "tests/test_waiting_streaming.py",
     "tests/test_waiting_guard.py",
     "tests/test_waiting_differential.py",
+    "tests/test_mutation_gaps_waiting_checks.py",
 )
 _LIFECYCLE_MODULES = (
     "waiting_places",
@@ -102,7 +103,11 @@ _QUEUE_TESTS = (
     "tests/test_queue_laws.py",
     "tests/test_queue_model.py",
     "tests/test_queue_semantics.py",
+    "tests/test_queue_cost.py",
+    "tests/test_queue_contract_cost.py",
     "tests/test_mutation_gaps.py",
+    "tests/test_mutation_gaps_queue_fcfs.py",
+    "tests/test_mutation_gaps_queue_priority.py",
 )
 
 MODULES: dict[str, Target] = {
