@@ -108,6 +108,8 @@ _QUEUE_TESTS = (
     "tests/test_mutation_gaps.py",
     "tests/test_mutation_gaps_queue_fcfs.py",
     "tests/test_mutation_gaps_queue_priority.py",
+    "tests/test_mutation_gaps_queue_base.py",
+    "tests/test_mutation_gaps_queue_checks.py",
 )
 
 MODULES: dict[str, Target] = {
