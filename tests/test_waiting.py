@@ -9,7 +9,7 @@ shows that the contracts catch each one.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import icontract
 import pytest
@@ -626,6 +626,28 @@ def test_callback_rules(
         wq.schedule_step(check, promote)
     assert state(wq) == before  # the head kept its place and its status
     wq.select_waiting_queue()
+
+
+@pytest.mark.guard
+def test_a_status_set_by_hand_to_an_int_is_named_not_a_crash(policy: SchedulingPolicy) -> None:
+    """WL-STEP-9: a status changed behind the lifecycle's back to an int equal to a blocked
+    status reaches try_promote in the vLLM 0.33 layout; the step refuses it with a TypeError
+    that says the status came in so (not that try_promote set it), and the request's repr in
+    the message shows the int instead of failing on `.name`."""
+    wq = WaitingQueues(policy, layout="vllm-0.33")
+    head = Request("h")
+    wq.enqueue(head)
+    head.status = cast(Any, int(KV))
+    with pytest.raises(TypeError) as raised:
+        wq.schedule_step(_check_returning(RUN))
+    assert str(raised.value) == (
+        "WL-STEP-9: status 3 is not a RequestStatus (set before try_promote was asked) "
+        "for Request('h', status=3)"
+    )
+    assert head.status == 3 and type(head.status) is int and wq.running == []
+    assert (
+        repr(Request("h", status=KV)) == "Request('h', status=RequestStatus.WAITING_FOR_REMOTE_KVS)"
+    )
 
 
 @pytest.mark.parametrize(

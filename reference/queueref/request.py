@@ -194,8 +194,11 @@ class Request:
         if self.priority != 0 or self.arrival_time != 0.0:
             parts.append(f"priority={self.priority!r}")
             parts.append(f"arrival_time={self.arrival_time!r}")
-        if self.status != RequestStatus.WAITING:
-            parts.append(f"status=RequestStatus.{self.status.name}")
+        if isinstance(self.status, RequestStatus):
+            if self.status is not RequestStatus.WAITING:
+                parts.append(f"status=RequestStatus.{self.status.name}")
+        else:  # a status set by hand after construction: shown as it is, never a crash
+            parts.append(f"status={self.status!r}")
         if self.num_prompt_tokens != 1:
             parts.append(f"num_prompt_tokens={self.num_prompt_tokens!r}")
         if self.n != 1:

@@ -54,8 +54,10 @@ from queueref.waiting_places import (
 from queueref.waiting_state import WaitingState
 
 
-def _not_a_status(callback: str, status: object) -> str:
+def _not_a_status(callback: str, status: object, before: object) -> str:
     # WL-STEP-9: a status is a RequestStatus member, never a value equal to one.
+    if status is before:  # not the callback's doing: it came in so
+        return f"status {status!r} is not a RequestStatus (set before {callback} was asked)"
     return f"{callback} set status {status!r}, not a RequestStatus"
 
 
@@ -194,7 +196,7 @@ class SchedulingStep(WaitingState):
         if not isinstance(promoted, bool):
             problem, error = f"try_promote returned {promoted!r}, not a bool", TypeError
         elif not isinstance(request.status, RequestStatus):  # an int equal to a member too
-            problem, error = _not_a_status("try_promote", request.status), TypeError
+            problem, error = _not_a_status("try_promote", request.status, before), TypeError
         elif promoted and not (
             request.status in READY_STATUSES or self._is_blocked(request.status)
         ):
@@ -223,7 +225,7 @@ class SchedulingStep(WaitingState):
         if not isinstance(decision, StepDecision):
             problem, error = f"check returned {decision!r}, not a StepDecision", TypeError
         elif not isinstance(request.status, RequestStatus):  # an int equal to a member too
-            problem, error = _not_a_status("check", request.status), TypeError
+            problem, error = _not_a_status("check", request.status, before), TypeError
         elif request.status is not before and not (
             decision is StepDecision.SKIP and self._is_blocked(request.status)
         ):
