@@ -86,6 +86,8 @@ _LIFECYCLE_TESTS = (
     "tests/test_waiting_guard.py",
     "tests/test_waiting_differential.py",
     "tests/test_mutation_gaps_waiting_checks.py",
+    "tests/test_mutation_gaps_waiting_state.py",
+    "tests/test_mutation_gaps_waiting_step.py",
 )
 _LIFECYCLE_MODULES = (
     "waiting_places",
