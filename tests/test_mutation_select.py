@@ -206,3 +206,19 @@ def test_an_equivalent_survivor_named_by_occurrence_leaves_its_neighbour_a_survi
     everything = {("models/protocol.py", "core/Op", code)}
     result = mutation.summarize("models/protocol.py", target, outcomes, 3, everything)
     assert (result["survived"], result["equivalent"], result["score"]) == (0, 2, 1.0)
+
+
+def test_a_pipe_in_the_code_of_a_survivors_row_is_written_escaped(tmp_path: Path) -> None:
+    """tools/mutation.py: Markdown tables need `\\|` for a `|` inside a cell; the code of an
+    equivalent row is read back with its `|`, and a row with the pipe unescaped does not
+    name that code (its cells split at the pipe)."""
+    mutation = _load("tools/mutation.py", "mutation")
+    rows = tmp_path / "survivors.md"
+    rows.write_text(
+        "| m.py | 59 | core/ReplaceBinaryOperator_BitOr_BitXor | `A: R \\| B,` | equivalent "
+        "| `R` and `B` are disjoint, so `^` is `\\|` |\n"
+        "| m.py | 60 | core/Op | `C: R | B,` | equivalent | unescaped |\n"
+    )
+    found = mutation.equivalents(rows)
+    assert ("m.py", "core/ReplaceBinaryOperator_BitOr_BitXor", "A: R | B,") in found
+    assert not any(code.startswith("C:") and "|" in code for _, _, code in found)

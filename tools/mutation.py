@@ -237,12 +237,13 @@ def annotation_ranges(source: str) -> list[tuple[tuple[int, int], tuple[int, int
 def equivalents(path: Path = SURVIVORS) -> set[tuple[str, str, str]]:
     """(module, operator, code) of the survivors `tests/mutation-survivors.md` calls
     equivalent: rows `| module | line | operator | `code` | equivalent | reason |`; an
-    operator written `operator#occurrence` names one of several mutants of that line."""
+    operator written `operator#occurrence` names one of several mutants of that line. A
+    `|` inside a cell is written `\\|`, as Markdown tables need."""
     found: set[tuple[str, str, str]] = set()
     if not path.exists():
         return found
     for row in re.findall(r"^\|(.+)\|\s*$", path.read_text(), flags=re.MULTILINE):
-        cells = [cell.strip() for cell in row.split("|")]
+        cells = [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", row)]
         if len(cells) >= 5 and cells[4] == "equivalent":
             found.add((cells[0], cells[2], cells[3].strip("`")))
     return found
