@@ -260,6 +260,34 @@ def test_removal_takes_the_object_named_not_an_equal_one(
     assert ids(queue) == ["a", "b"]
 
 
+@pytest.mark.guard
+@pytest.mark.parametrize(
+    ("names", "kept"),
+    [
+        # (prompts of the queued requests, ids expected after removing the first
+        # request of prompt "a" and the first of prompt "c"): copies of the named
+        # requests stay. Sizes chosen so that no count of what a set of the named
+        # requests would take out can pass for the right one (4 queued, 2 named, 2
+        # copies; 6, 2, 1; 5, 2, 2).
+        ("a a c c", ["1", "3"]),
+        ("a a c x y z", ["1", "3", "4", "5"]),
+        ("a a c c x", ["1", "3", "4"]),
+    ],
+)
+def test_remove_requests_keeps_the_equal_copies_of_the_named(names: str, kept: list[str]) -> None:
+    """RQ-REQ-2, RQ-ALL-7: with a hashable request type whose `==` ignores the id, a set of
+    the named requests also takes out their equal copies; the FCFS queue sees that the
+    count is off and removes by identity instead."""
+    requests = [
+        SamePromptHashable(prompt, str(i), arrival_time=float(i))
+        for i, prompt in enumerate(names.split())
+    ]
+    queue = FCFSRequestQueue(requests)
+    first_c = next(r for r in requests if r.prompt == "c")
+    queue.remove_requests([requests[0], first_c])
+    assert ids(queue) == kept and len(queue) == len(kept)
+
+
 @pytest.mark.parametrize("cls", QUEUE_CLASSES)
 def test_prepend_requests_moves_all_and_leaves_source(cls: type[RequestQueue]) -> None:
     """RQ-ALL-8"""
