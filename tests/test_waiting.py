@@ -629,11 +629,15 @@ def test_callback_rules(
 
 
 @pytest.mark.guard
-def test_a_status_set_by_hand_to_an_int_is_named_not_a_crash(policy: SchedulingPolicy) -> None:
+def test_a_status_set_by_hand_to_an_int_is_named_not_a_crash(
+    policy: SchedulingPolicy, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """WL-STEP-9: a status changed behind the lifecycle's back to an int equal to a blocked
-    status reaches try_promote in the vLLM 0.33 layout; the step refuses it with a TypeError
-    that says the status came in so (not that try_promote set it), and the request's repr in
-    the message shows the int instead of failing on `.name`."""
+    status reaches try_promote in the vLLM 0.33 layout (with deep checks on, WL-CONS-2
+    reports it first: see the next test); the step refuses it with a TypeError that says
+    the status came in so (not that try_promote set it), and the request's repr in the
+    message shows the int instead of failing on `.name`."""
+    monkeypatch.setattr(queueref.config, "DEEP_CHECKS", False)
     wq = WaitingQueues(policy, layout="vllm-0.33")
     head = Request("h")
     wq.enqueue(head)
@@ -648,6 +652,25 @@ def test_a_status_set_by_hand_to_an_int_is_named_not_a_crash(policy: SchedulingP
     assert (
         repr(Request("h", status=KV)) == "Request('h', status=RequestStatus.WAITING_FOR_REMOTE_KVS)"
     )
+
+
+@pytest.mark.contracts
+def test_an_int_status_behind_the_lifecycles_back_breaks_the_invariant(
+    policy: SchedulingPolicy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """WL-CONS-2: a queued request whose status was replaced by the int of an allowed
+    status (equal to the member, not the member) is reported at the next operation, by
+    "every request has a status allowed where it is" (a deep check)."""
+    monkeypatch.setattr(queueref.config, "DEEP_CHECKS", True)
+    wq = WaitingQueues(policy)
+    other = Request("o", arrival_time=1.0)
+    wq.enqueue(Request("h"))
+    wq.enqueue(other)
+    other.status = cast(Any, int(RequestStatus.WAITING))
+    with pytest.raises(
+        icontract.ViolationError, match="WL-CONS-2: every request has a status allowed where it is"
+    ):
+        wq.enqueue(Request("n", arrival_time=2.0))
 
 
 @pytest.mark.parametrize(

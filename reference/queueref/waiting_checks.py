@@ -134,8 +134,10 @@ def _statuses_match(wq: WaitingState) -> bool:
     """Statuses, over the whole structure: each status allowed where it is."""
     # WL-CONS-2, WL-L33-1
     allowed = ALLOWED_STATUSES if wq.layout == LAYOUT_V030 else ALLOWED_STATUSES_V033
+    # A member, not a value equal to one (an int written behind the lifecycle's back).
     return not deep_checks() or all(
-        r.status in allowed[wq._where[rid]] for rid, r in wq._known.items()
+        isinstance(r.status, RequestStatus) and r.status in allowed[wq._where[rid]]
+        for rid, r in wq._known.items()
     )
 
 
