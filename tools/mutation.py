@@ -88,6 +88,9 @@ _LIFECYCLE_TESTS = (
     "tests/test_mutation_gaps_waiting_checks.py",
     "tests/test_mutation_gaps_waiting_state.py",
     "tests/test_mutation_gaps_waiting_step.py",
+    "tests/test_mutation_gaps_waiting.py",
+    "tests/test_mutation_gaps_waiting_stream.py",
+    "tests/test_mutation_gaps_waiting_leave.py",
 )
 _LIFECYCLE_MODULES = (
     "waiting_places",
