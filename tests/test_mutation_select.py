@@ -222,3 +222,40 @@ def test_a_pipe_in_the_code_of_a_survivors_row_is_written_escaped(tmp_path: Path
     found = mutation.equivalents(rows)
     assert ("m.py", "core/ReplaceBinaryOperator_BitOr_BitXor", "A: R | B,") in found
     assert not any(code.startswith("C:") and "|" in code for _, _, code in found)
+
+
+NESTED = """\
+def wrap(func):
+    @functools.wraps(func)
+    def inner(*args):
+        return func(*args)
+    return inner
+
+
+@wrap
+def f(n):
+    return n
+"""
+#: `wrap` runs at import (for `f`); one test reads only `f.__name__`, one calls `f`.
+NESTED_MAP: dict[str, Any] = {
+    "module": "nested.py",
+    "import_lines": [1, 2, 3, 5, 8, 9],
+    "tests": {
+        "t.py::test_name": {"seconds": 0.5, "lines": []},
+        "t.py::test_call": {"seconds": 1.0, "lines": [4, 10]},
+    },
+}
+
+
+def test_a_decorator_of_a_nested_def_runs_the_tests_that_run_the_enclosing_function() -> None:
+    """A mutant removing `@functools.wraps(func)` from a wrapper made at import changes what
+    every test sees (`f.__name__`), not only what the tests calling the wrapper see: all
+    the tests run, `test_name` among them. A mutant in the wrapper's body still runs only
+    the tests that call it."""
+    removed = NESTED.replace("    @functools.wraps(func)\n", "")
+    chosen = select.select(NESTED_MAP, NESTED, removed)
+    assert chosen.reason == "import" and set(chosen.tests) == {"t.py::test_name", "t.py::test_call"}
+    assert select.nested_decorators(NESTED, {2}) == (2, 2)
+    assert select.nested_decorators(NESTED, {8}) is None  # a module-level def's decorator
+    body = select.select(NESTED_MAP, NESTED, NESTED.replace("func(*args)", "func()"))
+    assert body.reason == "covered" and body.tests == ("t.py::test_call",)

@@ -14,7 +14,10 @@ executed any line of that statement unmutated (`--map`, written once per module 
   call), not every test, although its `def` line runs at import;
 * a class's own lines (its decorators, its bases): all the module's tests, as at import,
   for what they make has no line of its own (a dataclass's `__init__` and `__eq__`, its
-  frozen `__setattr__`) and every test that uses the class sees it.
+  frozen `__setattr__`) and every test that uses the class sees it;
+* the decorators of a def nested in a function (`@functools.wraps(func)` on a wrapper):
+  they run when the enclosing function runs, so the tests that execute those lines,
+  all of them when that happens at import.
 
     python tools/mutation_select.py --map M.json --pristine P.py --module path.py \
         [--log progress.log] -- python -m pytest -x -q ...
@@ -94,6 +97,24 @@ def statement_span(source: str, lines: set[int]) -> tuple[int, int, str]:
     return best if best is not None else (low, high, "statement")
 
 
+def nested_decorators(source: str, lines: set[int]) -> tuple[int, int] | None:
+    """The first and last decorator line of a def nested in a function, when `lines` are
+    all among them: such decorators run each time the enclosing function runs (a wrapper
+    made at class creation runs them at import), not when the def's own body runs."""
+    defs = ast.FunctionDef | ast.AsyncFunctionDef
+    for outer in ast.walk(ast.parse(source)):
+        if not isinstance(outer, defs):
+            continue
+        for node in ast.walk(outer):
+            if node is outer or not isinstance(node, defs) or not node.decorator_list:
+                continue
+            low = min(d.lineno for d in node.decorator_list)
+            high = max(d.end_lineno or d.lineno for d in node.decorator_list)
+            if all(low <= line <= high for line in lines):
+                return low, high
+    return None
+
+
 def select(coverage: dict[str, Any], original: str, mutated: str) -> Selection:
     """The tests `coverage` (the map of `tools/mutation_coverage.py`) says execute the
     statement the mutant changes, fastest first."""
@@ -103,6 +124,9 @@ def select(coverage: dict[str, Any], original: str, mutated: str) -> Selection:
     if not changed:  # the same text: every test, the mutant cannot be told apart
         return Selection("import", tuple(fastest), (0, 0), sum(tests[t]["seconds"] for t in tests))
     first, last, kind = statement_span(original, changed)
+    decorators = nested_decorators(original, changed)
+    if decorators is not None:  # the tests that run the decorator lines themselves
+        (first, last), kind = decorators, "statement"
     span = set(range(first, last + 1))
     if kind == "class" or (kind == "statement" and span & set(coverage["import_lines"])):
         total = sum(tests[t]["seconds"] for t in tests)
