@@ -654,6 +654,25 @@ def test_a_status_set_by_hand_to_an_int_is_named_not_a_crash(
     )
 
 
+@pytest.mark.guard
+def test_a_callback_that_sets_the_int_of_the_status_it_found_is_blamed(
+    policy: SchedulingPolicy,
+) -> None:
+    """WL-STEP-9: try_promote replaces the blocked status it was given by the equal int:
+    the error says try_promote set it (the status it found was a member), not that it
+    came in so; the request keeps its member status and its place."""
+    wq = WaitingQueues(policy)
+    head = Request("h", status=KV)
+    wq.enqueue(head)
+    with pytest.raises(TypeError) as raised:
+        wq.schedule_step(_check_returning(RUN), lambda r: setattr(r, "status", int(KV)) or False)
+    assert str(raised.value) == (
+        "WL-STEP-9: try_promote set status 3, not a RequestStatus for "
+        "Request('h', status=RequestStatus.WAITING_FOR_REMOTE_KVS)"
+    )
+    assert head.status is KV and list(wq.skipped_waiting) == [head]
+
+
 @pytest.mark.contracts
 def test_an_int_status_behind_the_lifecycles_back_breaks_the_invariant(
     policy: SchedulingPolicy, monkeypatch: pytest.MonkeyPatch
