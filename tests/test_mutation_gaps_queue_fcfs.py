@@ -236,7 +236,7 @@ class ShufflesOnRemoveMany(FCFSRequestQueue):
     """Broken: removes the named queued requests, then swaps the first two of the rest."""
 
     def remove_requests(self, requests: Iterable[RequestLike]) -> None:
-        for request in self._present(requests):
+        for request in self._present(requests).values():
             self._items.remove(request)
             del self._index[request.request_id]
         self._items[0], self._items[1] = self._items[1], self._items[0]  # bug

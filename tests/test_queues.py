@@ -25,6 +25,7 @@ from queueref import (
     SchedulingPolicy,
     create_request_queue,
 )
+from queueref.request import RequestLike
 
 QUEUE_CLASSES = [FCFSRequestQueue, PriorityRequestQueue]
 
@@ -37,6 +38,13 @@ def filled(cls: type[RequestQueue], *names: str) -> RequestQueue:
     queue = cls()
     for i, name in enumerate(names):
         queue.add_request(Request(name, priority=0, arrival_time=float(i)))
+    return queue
+
+
+def holding(cls: type[RequestQueue], *requests: RequestLike) -> RequestQueue:
+    queue = cls()
+    for request in requests:
+        queue.add_request(request)
     return queue
 
 
@@ -245,15 +253,15 @@ def test_removal_takes_the_object_named_not_an_equal_one(
     queue stays consistent (under `python -O` too, where no contract would notice)."""
     a, b, c = kind("hi", "a"), kind("hi", "b", arrival_time=1.0), kind("x", "c", arrival_time=2.0)
     assert a == b and a is not b
-    queue = cls([a, b, c])
+    queue = holding(cls, a, b, c)
     queue.remove_request(b)
     assert ids(queue) == ["a", "c"] and queue.peek_request() is a
     with pytest.raises(ValueError, match="RQ-ALL-6"):
         queue.remove_request(b)
-    queue = cls([a, b, c])
+    queue = holding(cls, a, b, c)
     queue.remove_requests([a, b])
     assert ids(queue) == ["c"] and len(queue) == 1
-    queue = cls([a, b, c])
+    queue = holding(cls, a, b, c)
     queue.remove_requests([b, c])
     assert ids(queue) == ["a"]
     queue.add_request(b)  # the index and the queue agree: b is free again

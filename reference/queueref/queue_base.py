@@ -390,8 +390,8 @@ class _IndexedQueue(RequestQueue):
         if self._index.get(request.request_id) is not request:
             raise ValueError(f"RQ-ALL-6: {request!r} is not in this queue")
 
-    def _present(self, requests: Iterable[RequestLike]) -> list[RequestLike]:
-        # RQ-ALL-7: the distinct queued requests among `requests`, all checked first.
+    def _present(self, requests: Iterable[RequestLike]) -> dict[str, RequestLike]:
+        # RQ-ALL-7: the distinct queued requests among `requests`, by id, all checked first.
         # Look each id up, keep the requests that are the queued object itself, and drop
         # repeats by id: a queued request is the only one with its id (RQ-ALL-3), whatever
         # its type's `==` says (RQ-REQ-2: a queue holds objects, not values). A queued
@@ -408,7 +408,7 @@ class _IndexedQueue(RequestQueue):
                 present[request_id] = request
             else:
                 check_request_shape(request)
-        return list(present.values())
+        return present
 
     def _incoming(
         self, requests: RequestQueue, ordered: bool = True

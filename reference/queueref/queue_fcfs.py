@@ -307,15 +307,15 @@ class FCFSRequestQueue(_IndexedQueue):
         # that hashes identities (RQ-REQ-2), as vLLM does. A new deque, so an iterator
         # over the old one is left as it was.
         index = self._index
-        for request in present:
-            del index[request.request_id]
+        for request_id in present:
+            del index[request_id]
         if len(present) == 1:
             if self._iterated:
                 self._unshare()
-            self._remove_object(present[0])
+            self._remove_object(*present.values())
         else:
             self._iterated = False
-            self._items = _without(self._items, present)
+            self._items = _without(self._items, list(present.values()))
 
     def __iter__(self) -> Iterator[Any]:
         """Front to back, over the queue as it is now: a change made

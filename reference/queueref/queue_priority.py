@@ -250,7 +250,7 @@ class PriorityRequestQueue(_IndexedQueue):
     def remove_requests(self, requests: Iterable[RequestLike]) -> None:
         """Remove every named request that is queued; ignore the rest."""
         # Implements RQ-ALL-7.
-        for request in self._present(requests):
+        for request in self._present(requests).values():
             self._forget(request)
         self._compact()
 
