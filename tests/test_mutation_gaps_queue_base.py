@@ -27,16 +27,22 @@ under test.
 from __future__ import annotations
 
 import abc
-import copy
 import inspect
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, cast
 
-import icontract
 import pytest
+from queue_gap_helpers import (
+    NotAFloat,
+    NotAnInt,
+    NotAStr,
+    ValueRequest,
+    ids,
+    twin,
+    violation,
+)
 
 import queueref.config
 from queueref import FCFSRequestQueue, PriorityRequestQueue, Request, RequestQueue
@@ -44,33 +50,6 @@ from queueref.queue_base import _IndexedQueue
 from queueref.request import RequestLike
 
 QUEUE_CLASSES = [FCFSRequestQueue, PriorityRequestQueue]
-
-
-@dataclass(unsafe_hash=True)
-class ValueRequest:
-    """A foreign request type with value equality (`==` and the hash compare the three
-    fields, as a dataclass's do): a copy of a queued request is equal to it, yet is
-    another object."""
-
-    request_id: str
-    priority: int = 0
-    arrival_time: float = 0.0
-
-
-def twin(request: Any) -> Any:
-    """Another object equal to `request` (a value copy)."""
-    other = copy.copy(request)
-    assert other == request and other is not request  # the premise of the tests using it
-    return other
-
-
-def ids(queue: Iterable[Any]) -> list[str]:
-    return [r.request_id for r in queue]
-
-
-def violation(clause: str) -> Any:
-    """`pytest.raises` for the violation naming `clause` (its ID and text)."""
-    return pytest.raises(icontract.ViolationError, match=re.escape(clause))
 
 
 @pytest.fixture
@@ -288,38 +267,11 @@ def test_an_indexed_queue_without_its_front_or_order_cannot_be_made(missing: str
 # --- the guards: add, prepend and the constructors ----------------------------------------
 
 
-class _ClaimsToBe(type):
-    """A metaclass whose classes compare equal to the builtin type named by their
-    `claims` (as a proxy type might)."""
-
-    claims: type
-
-    def __eq__(cls, other: object) -> bool:
-        return other is cls.claims or type.__eq__(cls, other)
-
-    def __ne__(cls, other: object) -> bool:
-        return not _ClaimsToBe.__eq__(cls, other)
-
-    __hash__ = type.__hash__
-
-
-class _NotAStr(metaclass=_ClaimsToBe):
-    claims = str
-
-
-class _NotAnInt(metaclass=_ClaimsToBe):
-    claims = int
-
-
-class _NotAFloat(metaclass=_ClaimsToBe):
-    claims = float
-
-
 #: (a field, an object whose class claims that field's type, what the error says it must be)
 FAKES = [
-    pytest.param("request_id", _NotAStr, "a str", id="request_id"),
-    pytest.param("priority", _NotAnInt, "an int (not a bool)", id="priority"),
-    pytest.param("arrival_time", _NotAFloat, "a real number (not a bool)", id="arrival_time"),
+    pytest.param("request_id", NotAStr, "a str", id="request_id"),
+    pytest.param("priority", NotAnInt, "an int (not a bool)", id="priority"),
+    pytest.param("arrival_time", NotAFloat, "a real number (not a bool)", id="arrival_time"),
 ]
 
 

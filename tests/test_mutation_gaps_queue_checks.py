@@ -28,7 +28,6 @@ under test.
 
 from __future__ import annotations
 
-import copy
 import operator
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -38,6 +37,7 @@ from typing import Any
 
 import icontract
 import pytest
+from queue_gap_helpers import ids, twin, violation
 
 import queueref.config
 from queueref import FCFSRequestQueue, Request, RequestQueue
@@ -52,22 +52,6 @@ class OrderedRequest:
     request_id: str
     priority: int = 0
     arrival_time: float = 0.0
-
-
-def twin(request: Any) -> Any:
-    """Another object equal to `request` (a value copy)."""
-    other = copy.copy(request)
-    assert other == request and other is not request  # the premise of the tests using it
-    return other
-
-
-def ids(queue: Iterable[Any]) -> list[str]:
-    return [r.request_id for r in queue]
-
-
-def violation(clause: str) -> Any:
-    """`pytest.raises` for the violation naming `clause` (its ID and text)."""
-    return pytest.raises(icontract.ViolationError, match=re.escape(clause))
 
 
 def failure(call: Callable[[], object]) -> Exception | None:

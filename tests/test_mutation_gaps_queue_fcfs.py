@@ -21,7 +21,6 @@ Four kinds of test, each killing mutants that survived the queue tests before:
 
 from __future__ import annotations
 
-import copy
 import inspect
 import re
 import weakref
@@ -30,23 +29,20 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-import icontract
 import pytest
+from queue_gap_helpers import (
+    NotAFloat,
+    NotAnInt,
+    NotAStr,
+    ValueRequest,
+    ids,
+    twin,
+    violation,
+)
 
 import queueref.config
 from queueref import FCFSRequestQueue, Request, RequestQueue
 from queueref.request import RequestLike
-
-
-@dataclass(unsafe_hash=True)
-class ValueRequest:
-    """A foreign request type with value equality: `==` and the hash compare the three
-    fields, as a dataclass's do. Ids are unique in a queue (RQ-ALL-3), so two queued
-    requests never compare equal; a copy of a queued request does, yet is another object."""
-
-    request_id: str
-    priority: int = 0
-    arrival_time: float = 0.0
 
 
 @dataclass(unsafe_hash=True)
@@ -60,10 +56,6 @@ class PromptRequest:
     arrival_time: float = field(default=0.0, compare=False)
 
 
-def ids(queue: RequestQueue) -> list[str]:
-    return [r.request_id for r in queue]
-
-
 def filled(cls: type[FCFSRequestQueue], *requests: RequestLike) -> FCFSRequestQueue:
     """A queue of `cls` holding `requests`, front first, filled by the correct (checked) add."""
     queue = cls()
@@ -74,18 +66,6 @@ def filled(cls: type[FCFSRequestQueue], *requests: RequestLike) -> FCFSRequestQu
 
 def values(*names: str) -> list[ValueRequest]:
     return [ValueRequest(name, 0, float(i)) for i, name in enumerate(names)]
-
-
-def twin(request: Any) -> Any:
-    """Another object equal to `request` (a value copy)."""
-    other = copy.copy(request)
-    assert other == request and other is not request  # the premise of the broken variants
-    return other
-
-
-def violation(clause: str) -> Any:
-    """`pytest.raises` for the violation naming `clause` (its ID and text)."""
-    return pytest.raises(icontract.ViolationError, match=re.escape(clause))
 
 
 # --- broken variants: each is caught by one clause only --------------------------------
@@ -518,41 +498,14 @@ def test_pop_of_an_empty_queue_says_why() -> None:
 # --- the guards of add and prepend (kept for python -O) ---------------------------------
 
 
-class _ClaimsToBe(type):
-    """A metaclass whose classes compare equal to the builtin type named by their
-    `claims` (as a proxy type might)."""
-
-    claims: type
-
-    def __eq__(cls, other: object) -> bool:
-        return other is cls.claims or type.__eq__(cls, other)
-
-    def __ne__(cls, other: object) -> bool:
-        return not _ClaimsToBe.__eq__(cls, other)
-
-    __hash__ = type.__hash__
-
-
-class _NotAStr(metaclass=_ClaimsToBe):
-    claims = str
-
-
-class _NotAnInt(metaclass=_ClaimsToBe):
-    claims = int
-
-
-class _NotAFloat(metaclass=_ClaimsToBe):
-    claims = float
-
-
 @pytest.mark.guard
 @pytest.mark.parametrize("method", ["add_request", "prepend_request"])
 @pytest.mark.parametrize(
     "fake, field_name, wanted",
     [
-        (_NotAStr, "request_id", "a str"),
-        (_NotAnInt, "priority", "an int (not a bool)"),
-        (_NotAFloat, "arrival_time", "a real number (not a bool)"),
+        (NotAStr, "request_id", "a str"),
+        (NotAnInt, "priority", "an int (not a bool)"),
+        (NotAFloat, "arrival_time", "a real number (not a bool)"),
     ],
 )
 def test_a_field_whose_class_claims_the_right_type_is_refused(

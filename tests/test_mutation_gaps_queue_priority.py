@@ -27,29 +27,17 @@ from __future__ import annotations
 import copy
 import heapq
 import inspect
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import icontract
 import pytest
+from queue_gap_helpers import ValueRequest, ids, violation
 
 import queueref.config
-from queueref import PriorityRequestQueue, Request, RequestQueue
+from queueref import PriorityRequestQueue, Request
 from queueref.queue_priority import _REMOVED
 from queueref.request import RequestLike, request_key
-
-
-@dataclass(unsafe_hash=True)
-class ValueRequest:
-    """A foreign request type with value equality: `==` and the hash compare the three
-    fields, as a dataclass's do. Ids are unique in a queue (RQ-ALL-3), so two queued
-    requests never compare equal; a copy of a queued request does, yet is another object."""
-
-    request_id: str
-    priority: int = 0
-    arrival_time: float = 0.0
 
 
 @dataclass(eq=False)
@@ -109,10 +97,6 @@ class WatchedRequest:
     __hash__ = object.__hash__
 
 
-def ids(queue: RequestQueue) -> list[str]:
-    return [r.request_id for r in queue]
-
-
 def twin(request: Any) -> Any:
     """Another object with the same fields (a copy)."""
     other = copy.copy(request)
@@ -130,11 +114,6 @@ remove_body = without_contracts(PriorityRequestQueue.remove_request)
 remove_many_body = without_contracts(PriorityRequestQueue.remove_requests)
 pop_body = without_contracts(PriorityRequestQueue.pop_request)
 peek_body = without_contracts(PriorityRequestQueue.peek_request)
-
-
-def violation(clause: str) -> Any:
-    """`pytest.raises` for the violation naming `clause` (its ID and text)."""
-    return pytest.raises(icontract.ViolationError, match=re.escape(clause))
 
 
 def values() -> list[Any]:

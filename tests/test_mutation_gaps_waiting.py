@@ -28,9 +28,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import icontract
 import pytest
 from method_variants import method_variant
+from waiting_gap_helpers import ids_of, violation_message
 from waiting_variants import Change, EnqueueIgnoresBlocked, EnqueueIgnoresKV, broken_variant
 
 import queueref.config
@@ -160,17 +160,6 @@ def cheap_contracts(deep_contracts: None, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(queueref.config, "DEEP_CHECKS", False)
 
 
-def _violation(action: Callable[[], object]) -> str:
-    """The message of the contract violation `action` raises; anything else fails."""
-    try:
-        action()
-    except icontract.ViolationError as error:
-        return str(error)
-    except Exception as error:  # noqa: BLE001 - a condition that crashes is a failure too
-        pytest.fail(f"expected a contract violation, got {error!r}")
-    pytest.fail("expected a contract violation, nothing was raised")
-
-
 def _broken_init(bug: str, old: str, new: str, **names: object) -> Callable[..., Any]:
     """`WaitingQueues.__init__` with one named change, its postconditions re-applied;
     `names` are added to the names its module sees (for what the change calls)."""
@@ -182,11 +171,7 @@ def _broken_init(bug: str, old: str, new: str, **names: object) -> Callable[...,
 def _construct(broken: Callable[..., Any], *args: object) -> str:
     """The violation a broken `__init__` raises on a fresh instance."""
     wq = WaitingQueues.__new__(WaitingQueues)
-    return _violation(lambda: broken(wq, *args))
-
-
-def _ids(requests: Any) -> list[str]:
-    return [r.request_id for r in requests]
+    return violation_message(lambda: broken(wq, *args))
 
 
 # -- __init__: a new instance holds no request (WL-POL-1)
@@ -384,7 +369,7 @@ def test_an_enqueue_to_the_wrong_queue_is_caught_by_its_layouts_clause(
     its own layout's clause (also for a layout name built at run time), not by the
     other layout's."""
     wq = variant("fcfs", layout=layout)
-    message = _violation(lambda: wq.enqueue(Request("a", status=status)))
+    message = violation_message(lambda: wq.enqueue(Request("a", status=status)))
     assert clause in message
 
 
@@ -406,7 +391,7 @@ def test_an_enqueue_that_defers_wrongly_is_caught(
     blocked: an enqueue that leaves a blocked request out of deferred_waiting, or
     defers a ready one, is caught by "a blocked request is deferred on arrival"."""
     wq = variant("fcfs", layout=layout)
-    message = _violation(lambda: wq.enqueue(Request("a", status=status)))
+    message = violation_message(lambda: wq.enqueue(Request("a", status=status)))
     assert DEFERRED in message
 
 
@@ -426,7 +411,7 @@ def test_an_enqueue_that_miscounts_the_known_requests_is_caught(
         wq.enqueue(Request("a"))
         wq.enqueue(Request("b", arrival_time=1.0))
 
-    message = _violation(enqueue_two)
+    message = violation_message(enqueue_two)
     assert ONE_MORE_KNOWN in message and f"request was Request({caught!r}" in message
 
 
@@ -441,7 +426,7 @@ def test_an_enqueue_out_of_the_queues_order_is_caught(layout: str, status: Reque
     is unchanged" (deep checks)."""
     wq = EnqueuesToFront("fcfs", layout=layout)
     wq.enqueue(Request("a", status=status))
-    message = _violation(lambda: wq.enqueue(Request("b", arrival_time=1.0, status=status)))
+    message = violation_message(lambda: wq.enqueue(Request("b", arrival_time=1.0, status=status)))
     assert ADDED_IN_ORDER in message
 
 
@@ -462,9 +447,9 @@ def test_an_abort_that_forgets_the_request_is_caught_by_conservation(
     wq = AbortForgets("fcfs")
     wq.enqueue(Request("a"))
     wq.enqueue(Request("b", arrival_time=1.0))
-    message = _violation(lambda: wq.abort("a"))
+    message = violation_message(lambda: wq.abort("a"))
     assert clause in message
-    assert _ids(wq.finished.values()) == ["a"] and list(wq._known) == ["b"]
+    assert ids_of(wq.finished.values()) == ["a"] and list(wq._known) == ["b"]
 
 
 # -- repr: the layout is named unless it is the default

@@ -19,12 +19,12 @@ test give those predicates teeth:
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import icontract
 import pytest
 from method_variants import method_variant
+from waiting_gap_helpers import answering, enqueue_ids, violation_message
 from waiting_variants import (
     AsksTheGuardTwice,
     Change,
@@ -187,17 +187,6 @@ def cheap_contracts(deep_contracts: None, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(queueref.config, "DEEP_CHECKS", False)
 
 
-def _violation(action: Callable[[], object]) -> str:
-    """The message of the contract violation `action` raises; anything else fails."""
-    try:
-        action()
-    except icontract.ViolationError as error:
-        return str(error)
-    except Exception as error:  # noqa: BLE001 - a condition that crashes is a failure too
-        pytest.fail(f"expected a contract violation, got {error!r}")
-    pytest.fail("expected a contract violation, nothing was raised")
-
-
 def _verdict(check: Callable[[], bool]) -> bool | str:
     """A predicate's answer, or the name of what it raised."""
     try:
@@ -206,19 +195,9 @@ def _verdict(check: Callable[[], bool]) -> bool | str:
         return type(error).__name__
 
 
-def _enqueue(wq: WaitingQueues, *rids: str, status: RequestStatus = RequestStatus.WAITING) -> None:
-    for rid in rids:
-        wq.enqueue(Request(rid, arrival_time=float(ord(rid[0])), status=status))
-
-
-def _answers(*answers: bool) -> Callable[[], bool]:
-    given: Iterator[bool] = iter(answers)
-    return lambda: next(given)
-
-
 def _paused_session(wq: WaitingQueues) -> Any:
     """A running request `s` that stopped with no update: a paused session."""
-    _enqueue(wq, "s")
+    enqueue_ids(wq, "s")
     (session,) = wq.schedule_step(lambda r: RUN)
     wq.await_stream(session)
     assert wq.num_paused_sessions == 1 and session.status is STREAM
@@ -234,7 +213,7 @@ def test_preempt_refuses_a_waiting_request_in_its_precondition() -> None:
     running request can be preempted" (the body's own check words it otherwise), and
     an object that is no request is refused as such, a TypeError, not as "not running"."""
     wq = WaitingQueues("fcfs")
-    _enqueue(wq, "a")
+    enqueue_ids(wq, "a")
     (a,) = list(wq.waiting)
     with pytest.raises(ValueError, match="WL-PRE-2: only a running request can be preempted"):
         wq.preempt(a)
@@ -257,11 +236,11 @@ def test_a_step_log_with_the_wrong_statuses_is_caught(scenario: str) -> None:
     snapshot)."""
     if scenario == "promoted":
         wq: WaitingQueues = LogsStatusAfterCallbacks("fcfs")
-        _enqueue(wq, "g", status=KV)
+        enqueue_ids(wq, "g", status=KV)
         step = lambda: wq.schedule_step(lambda r: RUN, lambda r: True)  # noqa: E731
     elif scenario == "parked by check":
         wq = LogsStatusAfterCallbacks("fcfs")
-        _enqueue(wq, "a")
+        enqueue_ids(wq, "a")
 
         def park(request: Any) -> StepDecision:
             request.status = KV
@@ -270,9 +249,9 @@ def test_a_step_log_with_the_wrong_statuses_is_caught(scenario: str) -> None:
         step = lambda: wq.schedule_step(park)  # noqa: E731
     else:
         wq = LogsStatusAsInt("fcfs")
-        _enqueue(wq, "a")
+        enqueue_ids(wq, "a")
         step = lambda: wq.schedule_step(lambda r: RUN)  # noqa: E731
-    message = _violation(step)
+    message = violation_message(step)
     assert "WL-STEP-7: the step's log records the statuses the requests had" in message
 
 
@@ -288,8 +267,8 @@ def test_a_blocked_request_run_without_its_promotion_is_caught(
     without being offered to try_promote at all, is caught by "a blocked request never
     runs without a successful promotion" (checked before WL-STEP-2's clause)."""
     wq = variant("fcfs")
-    _enqueue(wq, "g", status=KV)
-    message = _violation(lambda: wq.schedule_step(lambda r: RUN, lambda r: False))
+    enqueue_ids(wq, "g", status=KV)
+    message = violation_message(lambda: wq.schedule_step(lambda r: RUN, lambda r: False))
     assert "WL-STEP-7: a blocked request never runs without a successful promotion" in message
 
 
@@ -313,8 +292,8 @@ def test_a_blocked_head_handled_wrongly_is_caught(
     nothing running, is caught by "a blocked head is offered to try_promote; if not
     promoted it is skipped"."""
     wq = variant("fcfs")
-    _enqueue(wq, "h", status=status)
-    message = _violation(
+    enqueue_ids(wq, "h", status=status)
+    message = violation_message(
         lambda: wq.schedule_step(lambda r: decision, lambda r: status is RequestStatus.WAITING)
     )
     assert "WL-STEP-2: a blocked head is offered to try_promote" in message
@@ -332,7 +311,7 @@ def test_a_paused_session_handled_wrongly_is_caught(
     "a paused session is offered to try_promote like any blocked head"."""
     wq = variant("fcfs", layout=layout)
     _paused_session(wq)
-    message = _violation(lambda: wq.schedule_step(lambda r: SKIP, lambda r: False))
+    message = violation_message(lambda: wq.schedule_step(lambda r: SKIP, lambda r: False))
     assert "WL-STR-5: a paused session is offered to try_promote" in message
 
 
@@ -352,9 +331,9 @@ def test_an_examination_out_of_step_with_a_false_answer_is_caught(
     iteration, is caught by "after should_continue answers False no request is
     examined" (checked before the clause on the answers themselves)."""
     wq = variant("fcfs")
-    _enqueue(wq, "a", "b")
-    message = _violation(
-        lambda: wq.schedule_step(lambda r: RUN, should_continue=_answers(*answers))
+    enqueue_ids(wq, "a", "b")
+    message = violation_message(
+        lambda: wq.schedule_step(lambda r: RUN, should_continue=answering(*answers))
     )
     assert "WL-STEP-10: after should_continue answers False no request is examined" in message
 
@@ -366,8 +345,8 @@ def test_a_request_logged_twice_is_caught(cheap_contracts: None, decision: StepD
     STOP is not the last entry alone) is caught by "each request is examined at most
     once; STOP ends the step and leaves its request where it was"."""
     wq = LogsTwice("fcfs")
-    _enqueue(wq, "a")
-    message = _violation(lambda: wq.schedule_step(lambda r: decision))
+    enqueue_ids(wq, "a")
+    message = violation_message(lambda: wq.schedule_step(lambda r: decision))
     assert "WL-STEP-1: each request is examined at most once; STOP ends the step" in message
 
 
@@ -389,8 +368,8 @@ def test_a_run_that_leaves_the_request_wrong_is_caught(
     and recorded as running: a step that breaks any of these is caught by "the requests
     that ran were popped, in order, onto the end of running, with status RUNNING"."""
     wq = variant("fcfs", layout=layout)
-    _enqueue(wq, "a", "b", status=status)
-    message = _violation(lambda: wq.schedule_step(lambda r: RUN, lambda r: True))
+    enqueue_ids(wq, "a", "b", status=status)
+    message = violation_message(lambda: wq.schedule_step(lambda r: RUN, lambda r: True))
     assert "WL-STEP-1: the requests that ran were popped, in order, onto the end of running" in (
         message
     )
@@ -417,8 +396,8 @@ def test_a_skipped_request_parked_in_the_wrong_place_is_caught(
     (vllm-0.30: skipped_waiting; vllm-0.33: kv_holding_waiting exactly when it holds KV
     blocks): dropped, or parked in the other queue, it is caught by that clause."""
     wq = variant("fcfs", layout=layout)
-    _enqueue(wq, "a", status=status)
-    assert _violation(lambda: wq.schedule_step(lambda r: SKIP)).count(clause) == 1
+    enqueue_ids(wq, "a", status=status)
+    assert violation_message(lambda: wq.schedule_step(lambda r: SKIP)).count(clause) == 1
 
 
 # -- a valid run past CPython's small-int cache
@@ -434,7 +413,7 @@ def test_a_step_of_three_hundred_requests_is_accepted(monkeypatch: pytest.Monkey
     for i in range(301):
         wq.enqueue(Request(f"r{i:03}", arrival_time=float(i)))
     monkeypatch.setattr(queueref.config, "DEEP_CHECKS", True)
-    ran = wq.schedule_step(lambda r: RUN, should_continue=_answers(*[True] * 300, False))
+    ran = wq.schedule_step(lambda r: RUN, should_continue=answering(*[True] * 300, False))
     assert [r.request_id for r in ran] == [f"r{i:03}" for i in range(300)]
     assert [r.request_id for r in wq.waiting] == ["r300"] and len(wq.running) == 300
 
@@ -445,7 +424,7 @@ def test_a_step_of_three_hundred_requests_is_accepted(monkeypatch: pytest.Monkey
 def _three_places() -> tuple[WaitingQueues, Any, Any, Any]:
     """One request waiting (`w`), one running (`r`), one finished (`f`)."""
     wq = WaitingQueues("fcfs")
-    _enqueue(wq, "f", "r", "w")
+    enqueue_ids(wq, "f", "r", "w")
     f, r = wq.schedule_step(lambda x: STOP if x.request_id == "w" else RUN)
     wq.finish(f)
     (w,) = list(wq.waiting)
@@ -576,9 +555,9 @@ def test_an_abort_that_keeps_the_records_is_caught(
         _paused_session(wq)
         rid = "s"
     else:
-        _enqueue(wq, "g", status=KV)
+        enqueue_ids(wq, "g", status=KV)
         rid = "g"
-    message = _violation(lambda: wq.abort(rid))
+    message = violation_message(lambda: wq.abort(rid))
     assert clause in message
 
 
@@ -624,7 +603,7 @@ def test_a_layout_with_the_wrong_queues_is_caught(layout: str, change: Change) -
     these is caught by its postcondition."""
     broken = method_variant(WaitingQueues, "__init__", change)
     wq = WaitingQueues.__new__(WaitingQueues)
-    message = _violation(lambda: broken(wq, "fcfs", layout))
+    message = violation_message(lambda: broken(wq, "fcfs", layout))
     assert "WL-LAY-1: the layout's queues" in message
 
 
@@ -637,7 +616,7 @@ def test_the_model_comparison_refuses_a_request_examined_twice() -> None:
     order clauses (WL-STEP-6, WL-STEP-8, WL-L33-2), checked first, catch such a log
     before, so the comparison is asked directly."""
     wq = WaitingQueues("fcfs")
-    _enqueue(wq, "a", "b")
+    enqueue_ids(wq, "a", "b")
     before = _contents(wq)
     (a, _) = list(wq.waiting)
     wq._last_step = [StepEntry(a, RequestStatus.WAITING, None, SKIP)] * 2

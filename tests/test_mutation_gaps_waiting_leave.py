@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable
 from typing import Any
 
-import icontract
 import pytest
+from waiting_gap_helpers import enqueue_ids, ids_of, places_of, run_all, violation_message
 from waiting_variants import (
     AbortMissesSkipped,
     Change,
@@ -367,60 +366,14 @@ def cheap_contracts(deep_contracts: None, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(queueref.config, "DEEP_CHECKS", False)
 
 
-def _violation(action: Callable[[], object]) -> str:
-    """The message of the contract violation `action` raises; anything else fails."""
-    try:
-        action()
-    except icontract.ViolationError as error:
-        return str(error)
-    except Exception as error:  # noqa: BLE001 - a condition that crashes is a failure too
-        pytest.fail(f"expected a contract violation, got {error!r}")
-    pytest.fail("expected a contract violation, nothing was raised")
-
-
-def _ids(requests: Any) -> list[str]:
-    return [r.request_id for r in requests]
-
-
-def _enqueue(wq: WaitingQueues, *rids: str, status: RequestStatus = RequestStatus.WAITING) -> None:
-    for rid in rids:
-        wq.enqueue(Request(rid, arrival_time=float(ord(rid[0])), status=status))
-
-
-def _running(wq: WaitingQueues, *rids: str) -> list[Any]:
-    """Enqueue `rids` (arrival times in their letters' order) and run them all."""
-    _enqueue(wq, *rids)
-    ran = wq.schedule_step(lambda r: RUN)
-    assert _ids(ran) == list(rids)
-    return ran
-
-
-def _state(wq: WaitingQueues) -> tuple[object, ...]:
-    """Everything an operation could change: the places and their order (by identity),
-    the statuses, the records."""
-    known = {rid: (id(r), r.status) for rid, r in wq._known.items()}
-    deferred = sorted(wq.deferred_waiting) if wq.layout == LAYOUT_V033 else None
-    return (
-        [id(r) for r in wq.waiting],
-        [id(r) for r in wq._aside],
-        [id(r) for r in wq.running],
-        {rid: id(r) for rid, r in wq.finished.items()},
-        known,
-        dict(wq._where),
-        sorted(wq._paused),
-        sorted(wq._kv_held),
-        deferred,
-    )
-
-
 def _everywhere(wq: WaitingQueues) -> dict[str, Any]:
     """`f` finished, `r` and `s` running, `w` and `x` waiting, `k`
     (WAITING_FOR_REMOTE_KVS) in the layout's second queue; the requests by id."""
-    f, _, _ = _running(wq, "f", "r", "s")
+    f, _, _ = run_all(wq, "f", "r", "s")
     WaitingQueues.finish(wq, f)  # the real finish, also on a variant that breaks it
-    _enqueue(wq, "w", "x")
-    _enqueue(wq, "k", status=KV)
-    assert _ids(wq.waiting) == ["w", "x"] and _ids(wq._aside) == ["k"]
+    enqueue_ids(wq, "w", "x")
+    enqueue_ids(wq, "k", status=KV)
+    assert ids_of(wq.waiting) == ["w", "x"] and ids_of(wq._aside) == ["k"]
     return {r.request_id: r for r in [*wq.waiting, *wq._aside, *wq.running]} | {"f": f}
 
 
@@ -480,9 +433,9 @@ def test_a_preempt_that_leaves_the_request_wrong_is_caught_by_the_cheap_clause(
     (its place is then unknown); running the waiting head in its slot (running keeps
     its length); or preempting a second running request (running loses two)."""
     wq = variant("fcfs", layout=layout)
-    r, _ = _running(wq, "r", "s")
-    _enqueue(wq, "w")
-    message = _violation(lambda: wq.preempt(r))
+    r, _ = run_all(wq, "r", "s")
+    enqueue_ids(wq, "w")
+    message = violation_message(lambda: wq.preempt(r))
     assert PRE_CHEAP in message
     assert wq.waiting.peek_request() is r
 
@@ -499,11 +452,11 @@ def test_a_preempt_to_the_back_of_waiting_is_caught_by_the_front_clause(
     the back with add_request (PREEMPTED, in waiting, counted: the cheap clause passes)
     is caught by the FCFS front clause, the only check with deep checks off."""
     wq = PreemptsToBack("fcfs", layout=layout)
-    (r,) = _running(wq, "r")
-    _enqueue(wq, "w")
-    message = _violation(lambda: wq.preempt(r))
+    (r,) = run_all(wq, "r")
+    enqueue_ids(wq, "w")
+    message = violation_message(lambda: wq.preempt(r))
     assert PRE_FRONT in message
-    assert _ids(wq.waiting) == ["w", "r"]
+    assert ids_of(wq.waiting) == ["w", "r"]
 
 
 @pytest.mark.contracts
@@ -515,7 +468,7 @@ def test_a_preempt_that_queues_a_copy_is_caught_by_the_front_clause(cheap_contra
     wq = PreemptQueuesACopy("fcfs")
     a, b = _value_requests(wq, "a", "b")
     assert wq.schedule_step(lambda r: RUN if r is a else STOP) == [a]
-    message = _violation(lambda: wq.preempt(a))
+    message = violation_message(lambda: wq.preempt(a))
     assert PRE_FRONT in message
     front = wq.waiting.peek_request()
     assert front == a and front is not a and a.status is RequestStatus.PREEMPTED
@@ -532,11 +485,11 @@ def test_a_preempt_that_reorders_running_is_caught_by_the_deep_clause(layout: st
     still running, every count right) is caught by the deep clause, which compares
     waiting, running and the second queue with their contents before."""
     wq = PreemptReversesRunning("fcfs", layout=layout)
-    _, r, _ = _running(wq, "a", "r", "b")
-    _enqueue(wq, "k", status=KV)
-    message = _violation(lambda: wq.preempt(r))
+    _, r, _ = run_all(wq, "a", "r", "b")
+    enqueue_ids(wq, "k", status=KV)
+    message = violation_message(lambda: wq.preempt(r))
     assert PRE_DEEP in message
-    assert _ids(wq.running) == ["b", "a"] and _ids(wq.waiting) == ["r"]
+    assert ids_of(wq.running) == ["b", "a"] and ids_of(wq.waiting) == ["r"]
 
 
 # -- preempt: the KV rule of vllm-0.33 (WL-L33-4)
@@ -551,8 +504,8 @@ def test_a_vllm_033_preempt_that_keeps_the_kv_blocks_is_caught(
     records it as still holding them (PREEMPTED, at the front of waiting, counted) is
     caught by the WL-L33-4 clause."""
     wq = PreemptKeepsKV(policy, layout=LAYOUT_V033)
-    (r,) = _running(wq, "r")
-    message = _violation(lambda: wq.preempt(r))
+    (r,) = run_all(wq, "r")
+    message = violation_message(lambda: wq.preempt(r))
     assert PRE_KV in message
     assert wq._holds_kv(r)
 
@@ -563,12 +516,12 @@ def test_a_vllm_030_preempt_that_keeps_the_kv_record_is_accepted(cheap_contracts
     request PREEMPTED at the front of waiting, everything else right) passes every
     contract, and a later step runs the request as usual."""
     wq = PreemptKeepsKV("fcfs")
-    (r,) = _running(wq, "r")
-    _enqueue(wq, "w")
+    (r,) = run_all(wq, "r")
+    enqueue_ids(wq, "w")
     wq.preempt(r)
     assert wq._holds_kv(r) and r.status is RequestStatus.PREEMPTED
-    assert _ids(wq.waiting) == ["r", "w"] and not wq.running
-    assert _ids(wq.schedule_step(lambda x: RUN)) == ["r", "w"]
+    assert ids_of(wq.waiting) == ["r", "w"] and not wq.running
+    assert ids_of(wq.schedule_step(lambda x: RUN)) == ["r", "w"]
 
 
 # -- finish: the preconditions (WL-FIN-2, WL-STEP-9)
@@ -585,7 +538,7 @@ def test_finish_refuses_by_its_preconditions() -> None:
     wq = WaitingQueues("fcfs")
     requests = _everywhere(wq)
     r, w = requests["r"], requests["w"]
-    before = _state(wq)
+    before = places_of(wq)
     for status in [RequestStatus.RUNNING, RequestStatus.PREEMPTED]:
         with pytest.raises(
             ValueError, match=re.escape("WL-FIN-2: the status is a FINISHED_* status")
@@ -598,7 +551,7 @@ def test_finish_refuses_by_its_preconditions() -> None:
         match="WL-FIN-2: the request has request_id, priority, arrival_time and a RequestStatus",
     ):
         wq.finish(object())  # type: ignore[arg-type]
-    assert _state(wq) == before
+    assert places_of(wq) == before
     errors: list[Exception] = []
 
     def check(request: Any) -> StepDecision:
@@ -611,7 +564,7 @@ def test_finish_refuses_by_its_preconditions() -> None:
     assert wq.schedule_step(check) == []
     assert len(errors) == 1
     assert "WL-STEP-9: finish is not called from a step's callbacks" in str(errors[0])
-    assert _state(wq) == before
+    assert places_of(wq) == before
 
 
 @pytest.mark.guard
@@ -622,7 +575,7 @@ def test_finish_and_abort_refuse_bad_input_without_contracts() -> None:
     type, or the id that is not a str; nothing changes."""
     wq = WaitingQueues("fcfs")
     requests = _everywhere(wq)
-    before = _state(wq)
+    before = places_of(wq)
     finish = inspect.unwrap(WaitingQueues.finish)
     abort = inspect.unwrap(WaitingQueues.abort)
     with pytest.raises(ValueError) as raised:
@@ -638,7 +591,7 @@ def test_finish_and_abort_refuse_bad_input_without_contracts() -> None:
     with pytest.raises(TypeError) as refused:
         abort(wq, ["w", 5])
     assert str(refused.value) == "WL-ABT-2: request ids are str, got 5"
-    assert _state(wq) == before
+    assert places_of(wq) == before
 
 
 # -- finish: the cheap clause (WL-FIN-1), deep checks off
@@ -659,8 +612,8 @@ def test_a_finish_with_another_status_than_given_is_caught(
     content; in finished, counted) is caught by the cheap clause, given
     FINISHED_STOPPED (before ABORTED in the enum) or FINISHED_ERROR (after it)."""
     wq = FinishesAsAborted("fcfs", layout=layout)
-    (r,) = _running(wq, "r")
-    message = _violation(lambda: wq.finish(r, status))
+    (r,) = run_all(wq, "r")
+    message = violation_message(lambda: wq.finish(r, status))
     assert FIN_CHEAP in message
     assert wq.finished["r"] is r and r.status is RequestStatus.FINISHED_ABORTED
 
@@ -694,7 +647,7 @@ def test_a_finish_that_leaves_the_request_wrong_is_caught_by_the_cheap_clause(
     wq = variant("fcfs", layout=layout)
     requests = _everywhere(wq)
     r = requests["r"]
-    message = _violation(lambda: wq.finish(r))
+    message = violation_message(lambda: wq.finish(r))
     assert FIN_CHEAP in message
     assert wq.finished["r"] is r and r.status is RequestStatus.FINISHED_STOPPED
 
@@ -708,7 +661,7 @@ def test_a_finish_that_keeps_a_copy_is_caught_by_the_cheap_clause(cheap_contract
     wq = FinishKeepsACopy("fcfs")
     (a,) = _value_requests(wq, "a")
     assert wq.schedule_step(lambda r: RUN) == [a]
-    message = _violation(lambda: wq.finish(a))
+    message = violation_message(lambda: wq.finish(a))
     assert FIN_CHEAP in message
     kept = wq.finished["a"]
     assert kept == a and kept is not a and a.status is RequestStatus.FINISHED_STOPPED
@@ -732,11 +685,11 @@ def test_a_finish_that_moves_other_requests_is_caught_by_the_deep_clause(
     (each request still in its place, every count right) is caught by the deep
     clause."""
     wq = variant("fcfs", layout=layout)
-    ran = _running(wq, *running)
+    ran = run_all(wq, *running)
     r = ran[running.index("r")]
-    _enqueue(wq, "w", "x")
-    _enqueue(wq, "k", status=KV)
-    message = _violation(lambda: wq.finish(r))
+    enqueue_ids(wq, "w", "x")
+    enqueue_ids(wq, "k", status=KV)
+    message = violation_message(lambda: wq.finish(r))
     assert FIN_DEEP in message
     assert wq.finished["r"] is r
 
@@ -753,12 +706,12 @@ def test_abort_refuses_ids_of_the_wrong_type_by_its_precondition(ids: object) ->
     the body's), before anything changes."""
     wq = WaitingQueues("fcfs")
     _everywhere(wq)
-    before = _state(wq)
+    before = places_of(wq)
     with pytest.raises(
         TypeError, match="WL-ABT-2: request_ids is a str, an iterable of str or None"
     ):
         wq.abort(ids)  # type: ignore[arg-type]
-    assert _state(wq) == before
+    assert places_of(wq) == before
 
 
 @pytest.mark.contracts
@@ -768,7 +721,7 @@ def test_abort_from_a_callback_is_refused_by_its_precondition() -> None:
     body's), and nothing changes."""
     wq = WaitingQueues("fcfs")
     requests = _everywhere(wq)
-    before = _state(wq)
+    before = places_of(wq)
     errors: list[Exception] = []
 
     def check(request: Any) -> StepDecision:
@@ -781,7 +734,7 @@ def test_abort_from_a_callback_is_refused_by_its_precondition() -> None:
     assert wq.schedule_step(check) == []
     assert len(errors) == 1
     assert "WL-STEP-9: abort is not called from a step's callbacks" in str(errors[0])
-    assert _state(wq) == before and requests["r"].status is RequestStatus.RUNNING
+    assert places_of(wq) == before and requests["r"].status is RequestStatus.RUNNING
 
 
 # -- abort: the clause on what is aborted (WL-ABT-2)
@@ -800,8 +753,8 @@ def test_an_abort_that_returns_another_order_is_caught(ids: Any, layout: str) ->
     (each aborted, in finished, nothing else moved) is caught by the WL-ABT-2 clause,
     whatever collection names them."""
     wq = AbortsInReverse("fcfs", layout=layout)
-    _running(wq, "w", "r")
-    message = _violation(lambda: wq.abort(ids))
+    run_all(wq, "w", "r")
+    message = violation_message(lambda: wq.abort(ids))
     assert ABT_NAMED in message
     assert sorted(wq.finished) == ["r", "w"]
 
@@ -839,7 +792,7 @@ def test_an_abort_that_leaves_requests_wrong_is_caught_by_the_cheap_clause(
     waiting head dropped too (the unfinished lose one more)."""
     wq = variant("fcfs", layout=layout)
     _everywhere(wq)
-    message = _violation(lambda: wq.abort(ids))
+    message = violation_message(lambda: wq.abort(ids))
     assert ABT_CHEAP in message
 
 
@@ -851,7 +804,7 @@ def test_an_abort_that_keeps_a_copy_is_caught_by_the_cheap_clause(cheap_contract
     returned -- is caught by the cheap clause, which compares by identity."""
     wq = AbortKeepsACopy("fcfs")
     a, _ = _value_requests(wq, "a", "b")
-    message = _violation(lambda: wq.abort("a"))
+    message = violation_message(lambda: wq.abort("a"))
     assert ABT_CHEAP in message
     kept = wq.finished["a"]
     assert kept == a and kept is not a and a.status is RequestStatus.FINISHED_ABORTED
@@ -875,10 +828,10 @@ def test_an_abort_that_moves_other_requests_is_caught_by_the_deep_clause(
     (each request still in its place, every count right, the request named returned)
     is caught by the deep clause."""
     wq = variant("fcfs", layout=layout)
-    _running(wq, "a", "r", "b")
-    _enqueue(wq, "w", "x", "y")
-    _enqueue(wq, "k", status=KV)
-    message = _violation(lambda: wq.abort(ids))
+    run_all(wq, "a", "r", "b")
+    enqueue_ids(wq, "w", "x", "y")
+    enqueue_ids(wq, "k", status=KV)
+    message = violation_message(lambda: wq.abort(ids))
     assert ABT_DEEP in message
 
 
@@ -900,5 +853,5 @@ def test_preempt_and_abort_past_three_hundred_are_accepted(cheap_contracts: None
     assert len(wq.running) == 299 and wq.waiting.peek_request() is ran[0]
     named = [f"q{i:03}" for i in range(300, 600)]
     aborted = wq.abort(named)
-    assert _ids(aborted) == named and len(wq.finished) == 300
+    assert ids_of(aborted) == named and len(wq.finished) == 300
     assert len(wq.running) + len(wq.waiting) == 300

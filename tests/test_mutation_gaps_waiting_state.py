@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from waiting_gap_helpers import ids_of, places_of
 
 import queueref.config
 from queueref import Request, RequestStatus, StepDecision, WaitingQueues
@@ -55,28 +56,6 @@ def _without_contracts(name: str) -> Callable[..., Any]:
     return body
 
 
-def _ids(requests: Any) -> list[str]:
-    return [r.request_id for r in requests]
-
-
-def _state(wq: WaitingQueues) -> tuple[object, ...]:
-    """Everything an operation could change: the places, their order, the statuses and
-    the records (compared by identity and value)."""
-    known = {rid: (id(r), r.status) for rid, r in wq._known.items()}
-    deferred = sorted(wq.deferred_waiting) if wq.layout == LAYOUT_V033 else None
-    return (
-        [id(r) for r in wq.waiting],
-        [id(r) for r in wq._aside],
-        [id(r) for r in wq.running],
-        {rid: id(r) for rid, r in wq.finished.items()},
-        known,
-        dict(wq._where),
-        sorted(wq._paused),
-        sorted(wq._kv_held),
-        deferred,
-    )
-
-
 def _four_places(layout: str) -> tuple[WaitingQueues, dict[str, Any]]:
     """One request in each place: `w` waiting, `k` (WAITING_FOR_REMOTE_KVS) in the
     layout's second queue (skipped_waiting, kv_holding_waiting), `r` running, `f`
@@ -89,7 +68,7 @@ def _four_places(layout: str) -> tuple[WaitingQueues, dict[str, Any]]:
     f, r = wq.schedule_step(lambda x: STOP if x.request_id == "w" else RUN)
     wq.finish(f)
     requests = {x.request_id: x for x in [*wq.waiting, *wq._aside, *wq.running]} | {"f": f}
-    assert _ids(wq.waiting) == ["w"] and _ids(wq._aside) == ["k"] and wq.running == [r]
+    assert ids_of(wq.waiting) == ["w"] and ids_of(wq._aside) == ["k"] and wq.running == [r]
     return wq, requests
 
 
@@ -121,13 +100,13 @@ def test_a_request_that_is_not_running_is_refused_without_contracts(
     the rule and says where the request is, and nothing changes."""
     wq, requests = _four_places(layout)
     request = requests.get(rid) or Request(rid.rstrip("?"), status=RequestStatus.RUNNING)
-    before = _state(wq)
+    before = places_of(wq)
     status = request.status
     body = _without_contracts(operation)
     with pytest.raises(ValueError) as raised:
         body(wq, request)
     assert str(raised.value) == f"{rule}: {request!r} is not running (it is {where})"
-    assert _state(wq) == before and request.status is status
+    assert places_of(wq) == before and request.status is status
 
 
 class _Shaped:
@@ -156,10 +135,10 @@ def test_a_non_request_is_refused_as_such_without_contracts(
     raises a TypeError naming what it lacks (the shape is asked before the place), not
     a ValueError saying it is not running; nothing changes."""
     wq, _ = _four_places(LAYOUT_V030)
-    before = _state(wq)
+    before = places_of(wq)
     with pytest.raises(TypeError, match=message):
         _without_contracts(operation)(wq, thing)
-    assert _state(wq) == before
+    assert places_of(wq) == before
 
 
 # -- requests with value equality: the lifecycle knows each one by identity
@@ -207,10 +186,10 @@ def test_an_equal_copy_of_a_running_request_is_not_running(
     assert wq.schedule_step(lambda r: RUN) == [original]
     stranger = copy.copy(original)
     assert stranger == original and stranger is not original
-    before = _state(wq)
+    before = places_of(wq)
     with pytest.raises(ValueError, match=precondition):
         getattr(wq, operation)(stranger)
-    assert _state(wq) == before
+    assert places_of(wq) == before
     assert wq.running[0] is original and original.status is RequestStatus.RUNNING
 
 
@@ -227,13 +206,13 @@ def test_an_equal_copy_of_a_paused_session_cannot_continue_it_without_contracts(
     assert wq.num_paused_sessions == 1 and session.status is STREAM
     stranger = copy.copy(session)
     assert stranger == session
-    before = _state(wq)
+    before = places_of(wq)
     with pytest.raises(ValueError) as raised:
         _without_contracts("continue_stream")(wq, stranger)
     assert str(raised.value) == (
         f"WL-STR-3: {stranger!r} is neither running nor a paused streaming session (it is unknown)"
     )
-    assert _state(wq) == before
+    assert places_of(wq) == before
     assert wq.num_paused_sessions == 1 and session.status is STREAM
     assert stranger.status is STREAM
 

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import inspect
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import icontract
 import numpy as np
 import pytest
+from waiting_gap_helpers import answering, built_name, enqueue_ids, ids_of, violation_message
 from waiting_variants import (
     Change,
     ParksWithoutReversal,
@@ -210,49 +210,15 @@ def cheap_contracts(deep_contracts: None, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(queueref.config, "DEEP_CHECKS", False)
 
 
-def _built(layout: str) -> str:
-    """`layout` built at run time: an equal string that is not the constant's object."""
-    name = "".join(["vllm-", layout.removeprefix("vllm-")])
-    assert name == layout and name is not layout
-    return name
-
-
 #: Each layout by its constant and by a name built at run time.
 V030_NAMES = [
     pytest.param(LAYOUT_V030, id="vllm-0.30"),
-    pytest.param(_built(LAYOUT_V030), id="vllm-0.30-built"),
+    pytest.param(built_name(LAYOUT_V030), id="vllm-0.30-built"),
 ]
 V033_NAMES = [
     pytest.param(LAYOUT_V033, id="vllm-0.33"),
-    pytest.param(_built(LAYOUT_V033), id="vllm-0.33-built"),
+    pytest.param(built_name(LAYOUT_V033), id="vllm-0.33-built"),
 ]
-
-
-def _violation(action: Callable[[], object]) -> str:
-    """The message of the contract violation `action` raises; anything else fails."""
-    try:
-        action()
-    except icontract.ViolationError as error:
-        return str(error)
-    except Exception as error:  # noqa: BLE001 - a condition that crashes is a failure too
-        pytest.fail(f"expected a contract violation, got {error!r}")
-    pytest.fail("expected a contract violation, nothing was raised")
-
-
-def _enqueue(
-    wq: WaitingQueues, *rids: str, status: RequestStatus = RequestStatus.WAITING, priority: int = 0
-) -> None:
-    for rid in rids:
-        wq.enqueue(Request(rid, priority, float(ord(rid[0])), status))
-
-
-def _ids(requests: Any) -> list[str]:
-    return [r.request_id for r in requests]
-
-
-def _answers(*answers: bool) -> Callable[[], bool]:
-    given: Iterator[bool] = iter(answers)
-    return lambda: next(given)
 
 
 def _run(request: Any) -> StepDecision:
@@ -268,8 +234,8 @@ def test_no_queue_selected_while_one_holds_requests_is_caught() -> None:
     waiting non-empty: no other clause speaks) is caught by "no queue is selected
     exactly when both are empty"."""
     wq = SelectsNothing("priority")
-    _enqueue(wq, "a")
-    message = _violation(wq.select_waiting_queue)
+    enqueue_ids(wq, "a")
+    message = violation_message(wq.select_waiting_queue)
     assert "WL-SEL-1: no queue is selected exactly when both are empty" in message
 
 
@@ -279,7 +245,7 @@ def test_a_queue_selected_while_both_are_empty_is_caught() -> None:
     the only clause on an empty instance) is caught by "no queue is selected exactly
     when both are empty"."""
     wq = SelectsAnEmptyQueue("priority")
-    message = _violation(wq.select_waiting_queue)
+    message = violation_message(wq.select_waiting_queue)
     assert "WL-SEL-1: no queue is selected exactly when both are empty" in message
 
 
@@ -290,9 +256,9 @@ def test_fcfs_selecting_waiting_first_is_caught(layout: str) -> None:
     by "FCFS selects skipped_waiting whenever it is not empty", also on an instance
     whose layout name is equal to "vllm-0.30" but not the constant."""
     wq = WaitingFirst("fcfs", layout=layout)
-    _enqueue(wq, "w")
-    _enqueue(wq, "g", status=KV)
-    message = _violation(wq.select_waiting_queue)
+    enqueue_ids(wq, "w")
+    enqueue_ids(wq, "g", status=KV)
+    message = violation_message(wq.select_waiting_queue)
     assert "WL-SEL-1: FCFS selects skipped_waiting whenever it is not empty" in message
 
 
@@ -302,7 +268,7 @@ def test_fcfs_selecting_waiting_first_is_caught(layout: str) -> None:
     [
         # skipped_waiting despite a smaller waiting head
         pytest.param(SkippedFirstPriority, 0, LAYOUT_V030, id="skipped-first"),
-        pytest.param(SkippedFirstPriority, 0, _built(LAYOUT_V030), id="skipped-first-built"),
+        pytest.param(SkippedFirstPriority, 0, built_name(LAYOUT_V030), id="skipped-first-built"),
         # waiting despite a smaller skipped head
         pytest.param(WaitingFirstPriority, 5, LAYOUT_V030, id="waiting-first"),
     ],
@@ -315,9 +281,9 @@ def test_priority_selecting_against_the_keys_is_caught(
     waiting head, or of waiting against a smaller skipped head, is caught by
     "PRIORITY selects waiting exactly when its head is strictly smaller"."""
     wq = variant("priority", layout=layout)
-    _enqueue(wq, "w", priority=waiting_priority)
-    _enqueue(wq, "g", status=KV, priority=1)
-    message = _violation(wq.select_waiting_queue)
+    enqueue_ids(wq, "w", priority=waiting_priority)
+    enqueue_ids(wq, "g", status=KV, priority=1)
+    message = violation_message(wq.select_waiting_queue)
     assert "WL-SEL-2: PRIORITY selects waiting exactly when its head is strictly smaller" in (
         message
     )
@@ -342,9 +308,9 @@ def test_vllm_033_selecting_waiting_first_is_caught(layout: str) -> None:
     caught by "vllm-0.33 selects kv_holding_waiting whenever it is not empty", also on
     an instance whose layout name is equal to "vllm-0.33" but not the constant."""
     wq = WaitingBeforeKVHolding("fcfs", layout=layout)
-    _enqueue(wq, "w")
-    _enqueue(wq, "k", status=KV)
-    message = _violation(wq.select_waiting_queue)
+    enqueue_ids(wq, "w")
+    enqueue_ids(wq, "k", status=KV)
+    message = violation_message(wq.select_waiting_queue)
     assert "WL-L33-2: vllm-0.33 selects kv_holding_waiting whenever it is not empty" in message
 
 
@@ -354,9 +320,9 @@ def test_a_selection_of_another_queue_is_caught() -> None:
     smaller (the PRIORITY clause asks only whether waiting was chosen) is caught by
     "the selection is one of the two queues"."""
     wq = SelectsANewQueue("priority")
-    _enqueue(wq, "w", priority=5)
-    _enqueue(wq, "g", status=KV, priority=1)
-    message = _violation(wq.select_waiting_queue)
+    enqueue_ids(wq, "w", priority=5)
+    enqueue_ids(wq, "g", status=KV, priority=1)
+    message = violation_message(wq.select_waiting_queue)
     assert "WL-SEL-1: the selection is one of the two queues" in message
 
 
@@ -368,10 +334,10 @@ def test_a_selection_equal_to_a_queue_but_not_it_is_caught(status: RequestStatus
     non-empty, where no other clause speaks -- is caught by "the selection is one of
     the two queues"."""
     wq = SelectsAStandIn("priority")
-    _enqueue(wq, "a", status=status)
+    enqueue_ids(wq, "a", status=status)
     chosen = wq.waiting if status is RequestStatus.WAITING else wq.skipped_waiting
     assert _StandIn(chosen) == chosen
-    message = _violation(wq.select_waiting_queue)
+    message = violation_message(wq.select_waiting_queue)
     assert "WL-SEL-1: the selection is one of the two queues" in message
 
 
@@ -383,10 +349,10 @@ def test_a_bad_max_running_is_refused_by_the_precondition() -> None:
     """WL-STEP-1: max_running is None or an int >= 0: -1 is refused by the precondition
     (the ValueError names it), before anything changes."""
     wq = WaitingQueues("fcfs")
-    _enqueue(wq, "a")
+    enqueue_ids(wq, "a")
     with pytest.raises(ValueError, match="WL-STEP-1: max_running is None or an int >= 0"):
         wq.schedule_step(_run, max_running=-1)
-    assert _ids(wq.waiting) == ["a"] and not wq.running
+    assert ids_of(wq.waiting) == ["a"] and not wq.running
 
 
 @pytest.mark.contracts
@@ -402,13 +368,13 @@ def test_a_callback_that_is_not_callable_is_refused_by_the_precondition(
     each one that is not is refused by the precondition (the TypeError names it),
     before anything changes."""
     wq = WaitingQueues("fcfs")
-    _enqueue(wq, "a")
+    enqueue_ids(wq, "a")
     with pytest.raises(
         TypeError,
         match=r"WL-STEP-1: check \(and try_promote, should_continue, when given\) are callables",
     ):
         wq.schedule_step(check, try_promote, should_continue=should_continue)
-    assert _ids(wq.waiting) == ["a"] and not wq.running
+    assert ids_of(wq.waiting) == ["a"] and not wq.running
 
 
 @pytest.mark.contracts
@@ -419,7 +385,7 @@ def test_a_step_while_a_step_is_in_progress_is_refused_by_the_precondition() -> 
     another thread, started by a callback: it is refused by "schedule_step is not
     called from a step's callbacks" (a RuntimeError), and the step goes on."""
     wq = WaitingQueues("fcfs")
-    _enqueue(wq, "a")
+    enqueue_ids(wq, "a")
     errors: list[BaseException] = []
 
     def step_from_another_thread() -> None:
@@ -434,7 +400,7 @@ def test_a_step_while_a_step_is_in_progress_is_refused_by_the_precondition() -> 
         thread.join()
         return RUN
 
-    assert _ids(wq.schedule_step(check)) == ["a"] and len(errors) == 1
+    assert ids_of(wq.schedule_step(check)) == ["a"] and len(errors) == 1
     assert isinstance(errors[0], RuntimeError)
     assert "WL-STEP-9: schedule_step is not called from a step's callbacks" in str(errors[0])
 
@@ -446,10 +412,10 @@ def test_a_try_promote_that_is_not_callable_is_refused_without_contracts() -> No
     anything runs."""
     body = inspect.unwrap(WaitingQueues.schedule_step)
     wq = WaitingQueues("fcfs")
-    _enqueue(wq, "a")
+    enqueue_ids(wq, "a")
     with pytest.raises(TypeError, match="WL-STEP-1: check .* must be callables"):
         body(wq, _run, 5)
-    assert _ids(wq.waiting) == ["a"] and not wq.running
+    assert ids_of(wq.waiting) == ["a"] and not wq.running
 
 
 def test_max_running_and_should_continue_are_keyword_only() -> None:
@@ -457,11 +423,11 @@ def test_max_running_and_should_continue_are_keyword_only() -> None:
     max_running=None, should_continue=None)`: check may be passed by name, and a third
     positional argument is refused rather than read as max_running."""
     wq = WaitingQueues("fcfs")
-    _enqueue(wq, "a", "b")
+    enqueue_ids(wq, "a", "b")
     with pytest.raises(TypeError, match="positional argument"):
         wq.schedule_step(_run, None, 0)  # type: ignore[call-arg]
-    assert _ids(wq.waiting) == ["a", "b"]
-    assert _ids(wq.schedule_step(check=_run, max_running=1)) == ["a"]
+    assert ids_of(wq.waiting) == ["a", "b"]
+    assert ids_of(wq.schedule_step(check=_run, max_running=1)) == ["a"]
 
 
 # -- schedule_step: the callbacks' rules (WL-STEP-9)
@@ -473,7 +439,7 @@ def test_a_try_promote_that_raises_leaves_the_status_it_found() -> None:
     request keeps the status it had before the callback (here try_promote set WAITING
     first), back in skipped_waiting."""
     wq = WaitingQueues("fcfs")
-    _enqueue(wq, "g", status=KV)
+    enqueue_ids(wq, "g", status=KV)
     (g,) = list(wq.skipped_waiting)
 
     def promote(request: Any) -> bool:
@@ -492,7 +458,7 @@ def test_a_check_that_lowers_the_status_is_refused() -> None:
     a check that sets a PREEMPTED head back to WAITING and answers RUN is refused with
     a ValueError, the head keeps PREEMPTED and its place, nothing runs."""
     wq = WaitingQueues("fcfs")
-    _enqueue(wq, "p", status=RequestStatus.PREEMPTED)
+    enqueue_ids(wq, "p", status=RequestStatus.PREEMPTED)
     (p,) = list(wq.waiting)
 
     def check(request: Any) -> StepDecision:
@@ -528,13 +494,13 @@ def test_a_step_over_three_hundred_waiting_and_finished_requests_is_accepted(
 
 def _running_x(wq: WaitingQueues) -> None:
     """`x` running, nothing waiting."""
-    _enqueue(wq, "x")
-    assert _ids(wq.schedule_step(_run)) == ["x"]
+    enqueue_ids(wq, "x")
+    assert ids_of(wq.schedule_step(_run)) == ["x"]
 
 
 def _finished_f(wq: WaitingQueues) -> None:
     """`f` finished, nothing waiting or running."""
-    _enqueue(wq, "f")
+    enqueue_ids(wq, "f")
     (f,) = wq.schedule_step(_run)
     wq.finish(f)
 
@@ -544,7 +510,7 @@ def _finished_f(wq: WaitingQueues) -> None:
     ("variant", "set_up", "answers"),
     [
         # fewer waiting, more waiting, more finished, fewer finished
-        (DropsTheUnexaminedHead, lambda wq: _enqueue(wq, "a", "b"), (True, False)),
+        (DropsTheUnexaminedHead, lambda wq: enqueue_ids(wq, "a", "b"), (True, False)),
         (RequeuesARunningRequest, _running_x, ()),
         (FinishesARunningRequest, _running_x, ()),
         (ForgetsAFinishedRequest, _finished_f, ()),
@@ -564,8 +530,8 @@ def test_a_step_that_moves_requests_it_did_not_run_is_caught(
     requests that ran were popped ...; nothing else left the waiting queues"."""
     wq = variant("fcfs")
     set_up(wq)
-    guard = _answers(*answers) if answers else None
-    message = _violation(lambda: wq.schedule_step(_run, should_continue=guard))
+    guard = answering(*answers) if answers else None
+    message = violation_message(lambda: wq.schedule_step(_run, should_continue=guard))
     assert (
         "WL-STEP-1: the requests that ran were popped, in order, onto the end of running, "
         "with status RUNNING; nothing else left the waiting queues" in message
@@ -583,8 +549,8 @@ def test_a_skipped_request_parked_in_waiting_is_caught(cheap_contracts: None, la
     (WL-STEP-3) ends in skipped_waiting", also for a layout name equal to
     "vllm-0.30" but not the constant."""
     wq = ParksInWaiting("fcfs", layout=layout)
-    _enqueue(wq, "a")
-    message = _violation(lambda: wq.schedule_step(lambda r: SKIP))
+    enqueue_ids(wq, "a")
+    message = violation_message(lambda: wq.schedule_step(lambda r: SKIP))
     assert "WL-STEP-4: every request skipped in the step (WL-STEP-3) ends in skipped_waiting" in (
         message
     )
@@ -604,8 +570,8 @@ def test_a_stopped_head_moved_aside_is_caught_by_the_model(layout: str) -> None:
         else "WL-L33-3: waiting, kv_holding_waiting and running are what the list model"
     )
     wq = StopMovesTheHeadAside("fcfs", layout=layout)
-    _enqueue(wq, "a", "b")
-    message = _violation(lambda: wq.schedule_step(lambda r: STOP))
+    enqueue_ids(wq, "a", "b")
+    message = violation_message(lambda: wq.schedule_step(lambda r: STOP))
     assert clause in message
 
 
@@ -617,8 +583,10 @@ def test_fcfs_skipped_requests_parked_out_of_order_are_caught(layout: str) -> No
     "FCFS: skipped_waiting + waiting keeps its order minus the requests that ran"
     before the list model, for either layout name."""
     wq = ParksWithoutReversal("fcfs", layout=layout)
-    _enqueue(wq, "a", "b", "c")
-    message = _violation(lambda: wq.schedule_step(lambda r: RUN if r.request_id == "c" else SKIP))
+    enqueue_ids(wq, "a", "b", "c")
+    message = violation_message(
+        lambda: wq.schedule_step(lambda r: RUN if r.request_id == "c" else SKIP)
+    )
     assert "WL-STEP-5: FCFS: skipped_waiting + waiting keeps its order minus the requests" in (
         message
     )
@@ -642,9 +610,9 @@ def test_an_examination_out_of_order_is_caught(
     (FCFS), is caught by that policy's examination-order clause, for either layout
     name."""
     wq = variant(policy, layout=layout)
-    _enqueue(wq, "w")
-    _enqueue(wq, "g", status=KV, priority=1)
-    message = _violation(lambda: wq.schedule_step(_run, lambda r: False))
+    enqueue_ids(wq, "w")
+    enqueue_ids(wq, "g", status=KV, priority=1)
+    message = violation_message(lambda: wq.schedule_step(_run, lambda r: False))
     assert clause in message
 
 
@@ -657,7 +625,7 @@ def test_a_request_that_runs_and_stays_deferred_is_caught(
     (so deferred) request after its promotion and leaves it deferred is caught by
     "vllm-0.33: a request that runs is no longer deferred", for either layout name."""
     wq = RunStaysDeferred("fcfs", layout=layout)
-    _enqueue(wq, "g", status=KV)
+    enqueue_ids(wq, "g", status=KV)
     assert wq.deferred_waiting == {"g"}
-    message = _violation(lambda: wq.schedule_step(_run, lambda r: True))
+    message = violation_message(lambda: wq.schedule_step(_run, lambda r: True))
     assert "WL-L33-3: vllm-0.33: a request that runs is no longer deferred" in message

@@ -21,11 +21,17 @@ running request stops with no update queued and becomes a paused session) and
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 from typing import Any
 
-import icontract
 import pytest
+from waiting_gap_helpers import (
+    built_name,
+    enqueue_ids,
+    ids_of,
+    places_of,
+    run_all,
+    violation_message,
+)
 from waiting_variants import Change, RequeuesPausedSession, broken_variant
 
 import queueref.config
@@ -270,59 +276,6 @@ def cheap_contracts(deep_contracts: None, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(queueref.config, "DEEP_CHECKS", False)
 
 
-def _violation(action: Callable[[], object]) -> str:
-    """The message of the contract violation `action` raises; anything else fails."""
-    try:
-        action()
-    except icontract.ViolationError as error:
-        return str(error)
-    except Exception as error:  # noqa: BLE001 - a condition that crashes is a failure too
-        pytest.fail(f"expected a contract violation, got {error!r}")
-    pytest.fail("expected a contract violation, nothing was raised")
-
-
-def _built(layout: str) -> str:
-    """`layout` built at run time: an equal string that is not the constant's object."""
-    name = "".join(["vllm-", layout.removeprefix("vllm-")])
-    assert name == layout and name is not layout
-    return name
-
-
-def _ids(requests: Any) -> list[str]:
-    return [r.request_id for r in requests]
-
-
-def _enqueue(wq: WaitingQueues, *rids: str, status: RequestStatus = RequestStatus.WAITING) -> None:
-    for rid in rids:
-        wq.enqueue(Request(rid, arrival_time=float(ord(rid[0])), status=status))
-
-
-def _running(wq: WaitingQueues, *rids: str) -> list[Any]:
-    """Enqueue `rids` (arrival times in their letters' order) and run them all."""
-    _enqueue(wq, *rids)
-    ran = wq.schedule_step(lambda r: RUN)
-    assert _ids(ran) == list(rids)
-    return ran
-
-
-def _state(wq: WaitingQueues) -> tuple[object, ...]:
-    """Everything an operation could change: the places and their order (by identity),
-    the statuses, the records."""
-    known = {rid: (id(r), r.status) for rid, r in wq._known.items()}
-    deferred = sorted(wq.deferred_waiting) if wq.layout == LAYOUT_V033 else None
-    return (
-        [id(r) for r in wq.waiting],
-        [id(r) for r in wq._aside],
-        [id(r) for r in wq.running],
-        {rid: id(r) for rid, r in wq.finished.items()},
-        known,
-        dict(wq._where),
-        sorted(wq._paused),
-        sorted(wq._kv_held),
-        deferred,
-    )
-
-
 # -- the preconditions
 
 
@@ -333,10 +286,10 @@ def test_await_stream_refuses_by_its_preconditions(layout: str) -> None:
     from a step's callback are refused by the preconditions (ValueError, TypeError,
     RuntimeError), each in its own words, before anything changes."""
     wq = WaitingQueues("fcfs", layout=layout)
-    (r,) = _running(wq, "r")
-    _enqueue(wq, "w")
+    (r,) = run_all(wq, "r")
+    enqueue_ids(wq, "w")
     (w,) = list(wq.waiting)
-    before = _state(wq)
+    before = places_of(wq)
     with pytest.raises(
         ValueError, match="WL-STR-3: only a running request can wait for its stream"
     ):
@@ -346,7 +299,7 @@ def test_await_stream_refuses_by_its_preconditions(layout: str) -> None:
         match="WL-STR-3: the request has request_id, priority, arrival_time and a RequestStatus",
     ):
         wq.await_stream(object())  # type: ignore[arg-type]
-    assert _state(wq) == before
+    assert places_of(wq) == before
     errors: list[Exception] = []
 
     def check(request: Any) -> StepDecision:
@@ -359,7 +312,7 @@ def test_await_stream_refuses_by_its_preconditions(layout: str) -> None:
     assert wq.schedule_step(check) == []
     assert len(errors) == 1
     assert "WL-STEP-9: await_stream is not called from a step's callbacks" in str(errors[0])
-    assert _state(wq) == before
+    assert places_of(wq) == before
 
 
 @pytest.mark.contracts
@@ -371,10 +324,10 @@ def test_continue_stream_refuses_by_its_preconditions(layout: str) -> None:
     a ValueError), a call from a step's callback by WL-STEP-9 (a RuntimeError), each in
     its own words, before anything changes."""
     wq = WaitingQueues("fcfs", layout=layout)
-    (r,) = _running(wq, "r")
-    _enqueue(wq, "w")
+    (r,) = run_all(wq, "r")
+    enqueue_ids(wq, "w")
     (w,) = list(wq.waiting)
-    before = _state(wq)
+    before = places_of(wq)
     with pytest.raises(
         ValueError,
         match="WL-STR-3: only a running request or a paused streaming session can continue",
@@ -385,7 +338,7 @@ def test_continue_stream_refuses_by_its_preconditions(layout: str) -> None:
         match="WL-STR-3: the request has request_id, priority, arrival_time and a RequestStatus",
     ):
         wq.continue_stream(object())  # type: ignore[arg-type]
-    assert _state(wq) == before
+    assert places_of(wq) == before
     errors: list[Exception] = []
 
     def check(request: Any) -> StepDecision:
@@ -398,7 +351,7 @@ def test_continue_stream_refuses_by_its_preconditions(layout: str) -> None:
     assert wq.schedule_step(check) == []
     assert len(errors) == 1
     assert "WL-STEP-9: continue_stream is not called from a step's callbacks" in str(errors[0])
-    assert _state(wq) == before
+    assert places_of(wq) == before
 
 
 @pytest.mark.guard
@@ -409,15 +362,15 @@ def test_continue_stream_refuses_a_preempted_waiting_request(layout: str) -> Non
     `waiting` (a status after WAITING_FOR_STREAMING_REQ in the enum's order) raises a
     ValueError naming the rule, and the request stays PREEMPTED where it is."""
     wq = WaitingQueues("fcfs", layout=layout)
-    _running(wq, "p")
-    _enqueue(wq, "w")
+    run_all(wq, "p")
+    enqueue_ids(wq, "w")
     (p,) = wq.running
     wq.preempt(p)
-    assert p.status is RequestStatus.PREEMPTED and _ids(wq.waiting) == ["p", "w"]
-    before = _state(wq)
+    assert p.status is RequestStatus.PREEMPTED and ids_of(wq.waiting) == ["p", "w"]
+    before = places_of(wq)
     with pytest.raises(ValueError, match="WL-STR-3"):
         wq.continue_stream(p)
-    assert _state(wq) == before and p.status is RequestStatus.PREEMPTED
+    assert places_of(wq) == before and p.status is RequestStatus.PREEMPTED
 
 
 def _everywhere(layout: str) -> tuple[WaitingQueues, dict[str, Any]]:
@@ -425,11 +378,11 @@ def _everywhere(layout: str) -> tuple[WaitingQueues, dict[str, Any]]:
     waiting (WAITING), `p` waiting (PREEMPTED), `k` (WAITING_FOR_REMOTE_KVS) in the
     layout's second queue; `r` runs."""
     wq = WaitingQueues("fcfs", layout=layout)
-    f, p, _ = _running(wq, "f", "p", "r")
+    f, p, _ = run_all(wq, "f", "p", "r")
     wq.finish(f)
     wq.preempt(p)
-    _enqueue(wq, "w")
-    _enqueue(wq, "k", status=KV)
+    enqueue_ids(wq, "w")
+    enqueue_ids(wq, "k", status=KV)
     requests = {x.request_id: x for x in [*wq.waiting, *wq._aside, *wq.running]} | {"f": f}
     return wq, requests
 
@@ -457,14 +410,14 @@ def test_continue_stream_refuses_without_contracts(layout: str, rid: str, where:
     wq, requests = _everywhere(layout)
     request = requests.get(rid) or Request(rid)
     status = request.status
-    before = _state(wq)
+    before = places_of(wq)
     body = inspect.unwrap(WaitingQueues.continue_stream)
     with pytest.raises(ValueError) as raised:
         body(wq, request)
     assert str(raised.value) == (
         f"WL-STR-3: {request!r} is neither running nor a paused streaming session (it is {where})"
     )
-    assert _state(wq) == before and request.status is status
+    assert places_of(wq) == before and request.status is status
 
 
 # -- counts past the small-int cache
@@ -488,7 +441,7 @@ def test_three_hundred_sessions_pause_and_continue(cheap_contracts: None) -> Non
         wq.continue_stream(session)
     assert wq.num_paused_sessions == 0
     assert all(s.status is RequestStatus.WAITING for s in sessions)
-    assert _ids(wq.skipped_waiting) == [f"s{i:03}" for i in range(300)]
+    assert ids_of(wq.skipped_waiting) == [f"s{i:03}" for i in range(300)]
 
 
 # -- await_stream: the cheap clause (WL-STR-1), deep checks off
@@ -509,8 +462,8 @@ def test_a_session_paused_with_the_wrong_status_is_caught(
     counted, is caught by the cheap clause; so is one given the int equal to it (with
     no RequestStatus it is no lifecycle request, so not where a session must be)."""
     wq = variant("fcfs", layout=layout)
-    (s,) = _running(wq, "s")
-    message = _violation(lambda: wq.await_stream(s))
+    (s,) = run_all(wq, "s")
+    message = violation_message(lambda: wq.await_stream(s))
     assert AWAIT_CHEAP in message
 
 
@@ -525,8 +478,8 @@ def test_a_session_paused_in_the_wrong_place_is_caught(
     (a place name after "skipped_waiting"), or added to skipped_waiting but still
     recorded as running (a name before it), is caught by the cheap clause."""
     wq = variant("fcfs")
-    (s,) = _running(wq, "s")
-    message = _violation(lambda: wq.await_stream(s))
+    (s,) = run_all(wq, "s")
+    message = violation_message(lambda: wq.await_stream(s))
     assert AWAIT_CHEAP in message
 
 
@@ -544,9 +497,9 @@ def test_a_pause_that_changes_running_otherwise_is_caught(
     running request (running loses two) -- each keeping every request in one place --
     is caught by the cheap clause, the only check with deep checks off."""
     wq = variant("fcfs")
-    s, *_ = _running(wq, *running)
-    _enqueue(wq, "w")
-    message = _violation(lambda: wq.await_stream(s))
+    s, *_ = run_all(wq, *running)
+    enqueue_ids(wq, "w")
+    message = violation_message(lambda: wq.await_stream(s))
     assert AWAIT_CHEAP in message
 
 
@@ -556,9 +509,9 @@ def test_a_pause_that_pauses_other_requests_is_caught(cheap_contracts: None) -> 
     blocked request waiting in skipped_waiting as a paused session (two more) is caught
     by the cheap clause."""
     wq = PausesTheSecondQueue("fcfs")
-    (s,) = _running(wq, "s")
-    _enqueue(wq, "k", status=KV)
-    message = _violation(lambda: wq.await_stream(s))
+    (s,) = run_all(wq, "s")
+    enqueue_ids(wq, "k", status=KV)
+    message = violation_message(lambda: wq.await_stream(s))
     assert AWAIT_CHEAP in message
 
 
@@ -567,7 +520,7 @@ def test_a_pause_that_pauses_other_requests_is_caught(cheap_contracts: None) -> 
     "layout",
     [
         pytest.param(LAYOUT_V033, id="vllm-0.33"),
-        pytest.param(_built(LAYOUT_V033), id="vllm-0.33-built"),
+        pytest.param(built_name(LAYOUT_V033), id="vllm-0.33-built"),
     ],
 )
 def test_a_session_paused_undeferred_is_caught(cheap_contracts: None, layout: str) -> None:
@@ -575,8 +528,8 @@ def test_a_session_paused_undeferred_is_caught(cheap_contracts: None, layout: st
     deferred_waiting is caught by the cheap clause, also on an instance whose layout
     name is equal to "vllm-0.33" but not the constant."""
     wq = PausesUndeferred("fcfs", layout=layout)
-    (s,) = _running(wq, "s")
-    message = _violation(lambda: wq.await_stream(s))
+    (s,) = run_all(wq, "s")
+    message = violation_message(lambda: wq.await_stream(s))
     assert AWAIT_CHEAP in message
 
 
@@ -589,10 +542,10 @@ def test_a_session_paused_in_front_is_caught() -> None:
     front of the blocked request already in skipped_waiting -- in the right place,
     status and counts, nothing else moved -- is caught by the deep clause."""
     wq = PausesInFront("fcfs")
-    (s,) = _running(wq, "s")
-    _enqueue(wq, "k", status=KV)
-    _enqueue(wq, "w")
-    message = _violation(lambda: wq.await_stream(s))
+    (s,) = run_all(wq, "s")
+    enqueue_ids(wq, "k", status=KV)
+    enqueue_ids(wq, "w")
+    message = violation_message(lambda: wq.await_stream(s))
     assert AWAIT_DEEP in message
 
 
@@ -601,7 +554,7 @@ def test_a_session_paused_in_front_is_caught() -> None:
 
 def _paused(wq: WaitingQueues, *rids: str) -> list[Any]:
     """`rids` run, then stop with no update: paused sessions."""
-    sessions = _running(wq, *rids)
+    sessions = run_all(wq, *rids)
     for session in sessions:
         wq.await_stream(session)
     assert wq.num_paused_sessions == len(rids)
@@ -622,7 +575,7 @@ def test_a_session_continued_with_the_wrong_status_is_caught(
     -- is reported as a violation of the cheap clause, not as an error of the check."""
     wq = variant("fcfs", layout=layout)
     (s,) = _paused(wq, "s")
-    message = _violation(lambda: wq.continue_stream(s))
+    message = violation_message(lambda: wq.continue_stream(s))
     assert CONTINUE_CHEAP in message
 
 
@@ -633,7 +586,7 @@ def test_a_session_continued_but_still_paused_is_caught(cheap_contracts: None, l
     paused is caught by the cheap clause."""
     wq = ContinuesPaused("fcfs", layout=layout)
     (s,) = _paused(wq, "s")
-    message = _violation(lambda: wq.continue_stream(s))
+    message = violation_message(lambda: wq.continue_stream(s))
     assert CONTINUE_CHEAP in message
 
 
@@ -649,7 +602,7 @@ def test_a_session_continued_elsewhere_is_caught(
     is caught by the cheap clause."""
     wq = variant("fcfs")
     (s,) = _paused(wq, "s")
-    message = _violation(lambda: wq.continue_stream(s))
+    message = violation_message(lambda: wq.continue_stream(s))
     assert CONTINUE_CHEAP in message
 
 
@@ -667,8 +620,8 @@ def test_a_running_request_continued_into_the_wrong_queue_is_caught(
     holds KV blocks), vllm-0.30 into waiting. One enqueued into the other queue is
     caught by the cheap clause."""
     wq = variant("fcfs", layout=layout)
-    (s,) = _running(wq, "s")
-    message = _violation(lambda: wq.continue_stream(s))
+    (s,) = run_all(wq, "s")
+    message = violation_message(lambda: wq.continue_stream(s))
     assert CONTINUE_CHEAP in message
 
 
@@ -680,7 +633,7 @@ def test_an_update_that_ends_every_pause_is_caught(layout: str) -> None:
     is caught by the cheap clause's count."""
     wq = EndsEveryPause("fcfs", layout=layout)
     a, s = _paused(wq, "a", "s")
-    message = _violation(lambda: wq.continue_stream(s))
+    message = violation_message(lambda: wq.continue_stream(s))
     assert CONTINUE_CHEAP in message
 
 
@@ -692,9 +645,9 @@ def test_an_update_that_pauses_an_enqueued_streaming_request_is_caught(layout: s
     it) is caught by the cheap clause's count."""
     wq = RecountsPauses("fcfs", layout=layout)
     (s,) = _paused(wq, "s")
-    _enqueue(wq, "e", status=STREAM)
+    enqueue_ids(wq, "e", status=STREAM)
     assert wq.num_paused_sessions == 1
-    message = _violation(lambda: wq.continue_stream(s))
+    message = violation_message(lambda: wq.continue_stream(s))
     assert CONTINUE_CHEAP in message
 
 
@@ -709,12 +662,12 @@ def test_a_running_request_continued_in_front_is_caught(layout: str) -> None:
     right queue, status and counts, running without it -- is caught by the deep
     clause."""
     wq = ContinuesInFront("fcfs", layout=layout)
-    (s,) = _running(wq, "s")
+    (s,) = run_all(wq, "s")
     if layout == LAYOUT_V030:
-        _enqueue(wq, "w")  # s goes to waiting
+        enqueue_ids(wq, "w")  # s goes to waiting
     else:
-        _enqueue(wq, "k", status=KV)  # s holds KV blocks: kv_holding_waiting
-    message = _violation(lambda: wq.continue_stream(s))
+        enqueue_ids(wq, "k", status=KV)  # s holds KV blocks: kv_holding_waiting
+    message = violation_message(lambda: wq.continue_stream(s))
     assert CONTINUE_DEEP in message
 
 
@@ -725,6 +678,6 @@ def test_a_session_continued_in_front_of_its_queue_is_caught() -> None:
     is caught by the deep clause."""
     wq = MovesTheSessionToTheFront("fcfs")
     _, s = _paused(wq, "a", "s")
-    assert _ids(wq.skipped_waiting) == ["a", "s"]
-    message = _violation(lambda: wq.continue_stream(s))
+    assert ids_of(wq.skipped_waiting) == ["a", "s"]
+    message = violation_message(lambda: wq.continue_stream(s))
     assert CONTINUE_DEEP in message
