@@ -178,6 +178,20 @@ def test_a_missing_file_is_an_error_with_the_servers_given_too(tmp_path: Path) -
 
 
 @pytest.mark.guard
+def test_missing_last_files_are_an_error_with_the_servers_given(tmp_path: Path) -> None:
+    """ORC-TR-13: with N = 4 given, a folder holding only server-0.jsonl and server-1.jsonl
+    (its files a prefix of the four, the case `--servers` exists for) lacks the files of
+    servers 2 and 3: the same error, not a read of two servers' events."""
+    folder = _folder(tmp_path, {0: [_admit(1.0, 0, "a")], 1: [_admit(2.0, 1, "b")]})
+    with pytest.raises(TraceFormatError) as caught:
+        read_trace_folder(folder, 4)
+    assert (caught.value.path, caught.value.line, caught.value.field) == (str(folder), 0, "server")
+    assert str(caught.value) == (
+        f"{folder}: field 'server': the trace files of servers [2, 3] are missing"
+    )
+
+
+@pytest.mark.guard
 def test_a_file_beyond_the_servers_is_an_error_about_that_file(tmp_path: Path) -> None:
     """ORC-TR-13: with N = 4 given, server-6.jsonl (beyond N, though no file is of index
     exactly N) is an error naming that file (no line), N and the files expected."""
