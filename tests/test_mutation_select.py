@@ -257,5 +257,11 @@ def test_a_decorator_of_a_nested_def_runs_the_tests_that_run_the_enclosing_funct
     assert chosen.reason == "import" and set(chosen.tests) == {"t.py::test_name", "t.py::test_call"}
     assert select.nested_decorators(NESTED, {2}) == (2, 2)
     assert select.nested_decorators(NESTED, {8}) is None  # a module-level def's decorator
+    # cosmic-ray removes the blank line above a decorator with it (queue_base's
+    # `_checked_init`): the blank line does not hide the decorator.
+    spaced = NESTED.replace("(func):\n", "(func):\n\n", 1)
+    assert spaced.splitlines()[1] == "" and spaced.splitlines()[2].strip().startswith("@")
+    assert select.nested_decorators(spaced, {2, 3}) == (3, 3)
+    assert select.nested_decorators(spaced, {2}) is None  # a blank line alone
     body = select.select(NESTED_MAP, NESTED, NESTED.replace("func(*args)", "func()"))
     assert body.reason == "covered" and body.tests == ("t.py::test_call",)

@@ -100,7 +100,12 @@ def statement_span(source: str, lines: set[int]) -> tuple[int, int, str]:
 def nested_decorators(source: str, lines: set[int]) -> tuple[int, int] | None:
     """The first and last decorator line of a def nested in a function, when `lines` are
     all among them: such decorators run each time the enclosing function runs (a wrapper
-    made at class creation runs them at import), not when the def's own body runs."""
+    made at class creation runs them at import), not when the def's own body runs. Blank
+    lines in `lines` are left out: removing a decorator takes the blank line above with it."""
+    text = source.splitlines()
+    lines = {line for line in lines if 0 < line <= len(text) and text[line - 1].strip()}
+    if not lines:
+        return None
     defs = ast.FunctionDef | ast.AsyncFunctionDef
     for outer in ast.walk(ast.parse(source)):
         if not isinstance(outer, defs):
