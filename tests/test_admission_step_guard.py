@@ -49,6 +49,25 @@ def test_deciding_before_the_last_slot_is_refused_and_the_check_goes_on() -> Non
     assert not check.is_open
 
 
+def test_deciding_early_counts_the_token_reads_too() -> None:
+    """ADM-CTL-7: with a token limit in the shared scope a check reads every slot's
+    request count and then every slot's queued tokens, 2N reads; an early decision names
+    them all (1 of 6 with N = 3: not 3, 0 or 24)."""
+    counters = [0] * SharedAdmissionStats.num_counters(3)
+    server = AdmissionController(
+        shared_stats=SharedAdmissionStats(counters, 3, 0),
+        max_num_queued_reqs=4,
+        max_num_queued_tokens=100,
+    )
+    check = server.start_check(1, num_prompt_tokens=5)
+    _read_next(check)
+    with pytest.raises(
+        RuntimeError, match=r"ADM-CTL-7: decide only after every slot is read: 1 of 6 reads made"
+    ):
+        _decide(check)
+    assert check.is_open and check.reads == 1
+
+
 def test_reading_past_the_last_slot_is_refused_with_no_read() -> None:
     """ADM-CTL-7: once every slot is read, another read is refused before it reads
     anything (the counters are not touched: a slot past the last one does not exist)."""
