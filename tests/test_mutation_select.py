@@ -85,12 +85,20 @@ def test_a_mutant_in_a_compound_statement_header_selects_the_tests_of_its_body()
     assert chosen.tests == ("t.py::test_double", "t.py::test_both")
 
 
-def test_a_removed_decorator_selects_the_tests_that_call_the_function() -> None:
-    """The decorator and `def` lines run at import; the tests that call the function run
-    its body, and only they see the decorator's effect."""
+def test_a_removed_decorator_selects_the_tests_that_call_the_function_then_the_rest() -> None:
+    """The decorator and `def` lines run at import; the tests that run the function's body
+    most likely see the decorator's effect and come first, but a test whose call a
+    precondition of the decorator refuses before the body runs (waiting_leave.py's
+    `@lifecycle_operation("abort")`, among stacked decorators) runs no line of the def and
+    sees it too: the rest follow. A change in the body still selects only the tests that
+    run it."""
     chosen = select.select(MAP, TOY, TOY.replace("@decorate\n", ""))
-    assert chosen.reason == "covered" and chosen.span == (8, 12)
-    assert chosen.tests == ("t.py::test_double", "t.py::test_both")
+    assert chosen.reason == "decorator" and chosen.span == (8, 12)
+    assert chosen.tests == ("t.py::test_double", "t.py::test_both", "t.py::test_fits")
+    assert select.decorator_lines(TOY, {8}) == (8, 8)
+    assert select.decorator_lines(TOY, {8, 9}) is None  # the def line too: not only decorators
+    body = select.select(MAP, TOY, TOY.replace("if n > 0:", "if n >= 0:"))
+    assert body.reason == "covered"
 
 
 def test_a_mutant_of_a_statement_run_at_import_selects_every_test() -> None:

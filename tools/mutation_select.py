@@ -50,7 +50,7 @@ GRACE = 30.0
 class Selection:
     """The tests to run against one mutant and why."""
 
-    reason: str  # covered | import | uncovered
+    reason: str  # covered | import | decorator | uncovered
     tests: tuple[str, ...]  # node ids, fastest first
     span: tuple[int, int]  # the statement's first and last line
     seconds: float  # the selected tests' unmutated duration
@@ -97,27 +97,46 @@ def statement_span(source: str, lines: set[int]) -> tuple[int, int, str]:
     return best if best is not None else (low, high, "statement")
 
 
-def nested_decorators(source: str, lines: set[int]) -> tuple[int, int] | None:
-    """The first and last decorator line of a def nested in a function, when `lines` are
-    all among them: such decorators run each time the enclosing function runs (a wrapper
-    made at class creation runs them at import), not when the def's own body runs. Blank
-    lines in `lines` are left out: removing a decorator takes the blank line above with it."""
+def _decorated_defs(source: str, nested: bool) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The decorated defs of `source`; with `nested`, only those inside a function."""
+    defs = ast.FunctionDef | ast.AsyncFunctionDef
+    tree = ast.parse(source)
+    outers = [n for n in ast.walk(tree) if isinstance(n, defs)] if nested else [tree]
+    return [
+        node
+        for outer in outers
+        for node in ast.walk(outer)
+        if node is not outer and isinstance(node, defs) and node.decorator_list
+    ]
+
+
+def _decorators_holding(source: str, lines: set[int], nested: bool) -> tuple[int, int] | None:
+    """The first and last decorator line of a def whose decorators hold every non-blank
+    line of `lines` (removing a decorator takes the blank line above with it)."""
     text = source.splitlines()
     lines = {line for line in lines if 0 < line <= len(text) and text[line - 1].strip()}
     if not lines:
         return None
-    defs = ast.FunctionDef | ast.AsyncFunctionDef
-    for outer in ast.walk(ast.parse(source)):
-        if not isinstance(outer, defs):
-            continue
-        for node in ast.walk(outer):
-            if node is outer or not isinstance(node, defs) or not node.decorator_list:
-                continue
-            low = min(d.lineno for d in node.decorator_list)
-            high = max(d.end_lineno or d.lineno for d in node.decorator_list)
-            if all(low <= line <= high for line in lines):
-                return low, high
+    for node in _decorated_defs(source, nested):
+        low = min(d.lineno for d in node.decorator_list)
+        high = max(d.end_lineno or d.lineno for d in node.decorator_list)
+        if all(low <= line <= high for line in lines):
+            return low, high
     return None
+
+
+def nested_decorators(source: str, lines: set[int]) -> tuple[int, int] | None:
+    """The decorator lines of a def nested in a function, when `lines` are all among them:
+    such decorators run each time the enclosing function runs (a wrapper made at class
+    creation runs them at import), not when the def's own body runs."""
+    return _decorators_holding(source, lines, nested=True)
+
+
+def decorator_lines(source: str, lines: set[int]) -> tuple[int, int] | None:
+    """The decorator lines of any def, when `lines` are all among them. A decorator is
+    applied at import: a test whose call a precondition it adds refuses before the body
+    runs executes no line of the def, yet sees the change."""
+    return _decorators_holding(source, lines, nested=False)
 
 
 def select(coverage: dict[str, Any], original: str, mutated: str) -> Selection:
@@ -137,6 +156,11 @@ def select(coverage: dict[str, Any], original: str, mutated: str) -> Selection:
         total = sum(tests[t]["seconds"] for t in tests)
         return Selection("import", tuple(fastest), (first, last), total)
     chosen = tuple(t for t in fastest if span & set(tests[t]["lines"]))
+    if kind == "def" and decorator_lines(original, changed) is not None:
+        # The tests that run the def first (they most likely kill it), then all the rest.
+        rest = tuple(t for t in fastest if t not in chosen)
+        total = sum(tests[t]["seconds"] for t in tests)
+        return Selection("decorator", chosen + rest, (first, last), total)
     seconds = sum(tests[t]["seconds"] for t in chosen)
     return Selection("covered" if chosen else "uncovered", chosen, (first, last), seconds)
 
