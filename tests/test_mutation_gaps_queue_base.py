@@ -29,12 +29,13 @@ from __future__ import annotations
 import abc
 import inspect
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
 from queue_gap_helpers import (
+    ListQueue,
     NotAFloat,
     NotAnInt,
     NotAStr,
@@ -55,56 +56,6 @@ QUEUE_CLASSES = [FCFSRequestQueue, PriorityRequestQueue]
 @pytest.fixture
 def deep_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(queueref.config, "DEEP_CHECKS", False)
-
-
-class ListQueue(RequestQueue):
-    """Someone else's queue: a list, front at index 0, no index and no checks of its own
-    (so a test can put into it what our queues refuse), and a count of the calls to peek."""
-
-    def __init__(self, requests: Iterable[Any] = ()) -> None:
-        self.items: list[Any] = list(requests)
-        self.peeks = 0
-
-    def add_request(self, request: Any) -> None:
-        self.items.append(request)
-
-    def pop_request(self) -> Any:
-        if not self.items:
-            raise IndexError("empty")
-        return self.items.pop(0)
-
-    def peek_request(self) -> Any:
-        self.peeks += 1
-        if not self.items:
-            raise IndexError("empty")
-        return self.items[0]
-
-    def prepend_request(self, request: Any) -> None:
-        self.items.insert(0, request)
-
-    def prepend_requests(self, requests: RequestQueue) -> None:
-        for request in requests:
-            self.items.insert(0, request)
-
-    def remove_request(self, request: Any) -> None:
-        for position, queued in enumerate(self.items):
-            if queued is request:
-                del self.items[position]
-                return
-        raise ValueError("not queued")
-
-    def remove_requests(self, requests: Iterable[Any]) -> None:
-        gone = {id(r) for r in requests}
-        self.items = [r for r in self.items if id(r) not in gone]
-
-    def __bool__(self) -> bool:
-        return bool(self.items)
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(list(self.items))
 
 
 # --- the checker: what it reads, what it wraps --------------------------------------------

@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
 import icontract
 import pytest
-from queue_gap_helpers import ids, twin, violation
+from queue_gap_helpers import ListQueue, ids, twin, violation
 
 import queueref.config
 from queueref import FCFSRequestQueue, Request, RequestQueue
@@ -85,55 +85,6 @@ def deep_on(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(queueref.config, "DEEP_CHECKS", True)
 
 
-class Foreign(RequestQueue):
-    """Someone else's queue: a list, front at index 0, no id index and no checks of its
-    own (so a test can put into it what our queues refuse). It takes any iterable of
-    requests in `prepend_requests`, and removes by identity."""
-
-    def __init__(self, requests: Iterable[Any] = ()) -> None:
-        self.items: list[Any] = list(requests)
-
-    def add_request(self, request: Any) -> None:
-        self.items.append(request)
-
-    def pop_request(self) -> Any:
-        if not self.items:
-            raise IndexError("empty")
-        return self.items.pop(0)
-
-    def peek_request(self) -> Any:
-        if not self.items:
-            raise IndexError("empty")
-        return self.items[0]
-
-    def prepend_request(self, request: Any) -> None:
-        self.items.insert(0, request)
-
-    def prepend_requests(self, requests: Iterable[Any]) -> None:
-        for request in requests:
-            self.items.insert(0, request)
-
-    def remove_request(self, request: Any) -> None:
-        for position, queued in enumerate(self.items):
-            if queued is request:
-                del self.items[position]
-                return
-        raise ValueError("not queued")
-
-    def remove_requests(self, requests: Iterable[Any]) -> None:
-        gone = {id(r) for r in requests}
-        self.items = [r for r in self.items if id(r) not in gone]
-
-    def __bool__(self) -> bool:
-        return bool(self.items)
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(list(self.items))
-
-
 def requests(*names: str) -> list[Request]:
     return [Request(name, 0, float(i)) for i, name in enumerate(names)]
 
@@ -141,35 +92,35 @@ def requests(*names: str) -> list[Request]:
 # --- the clauses of `_ABC_POST`: broken foreign queues ---------------------------------
 
 
-class AddsTwice(Foreign):
+class AddsTwice(ListQueue):
     """Broken: add queues the request twice."""
 
     def add_request(self, request: Any) -> None:
         self.items += [request, request]
 
 
-class PrependsTwice(Foreign):
+class PrependsTwice(ListQueue):
     """Broken: prepend puts the request in front twice."""
 
     def prepend_request(self, request: Any) -> None:
         self.items[:0] = [request, request]
 
 
-class PrependsNothing(Foreign):
+class PrependsNothing(ListQueue):
     """Broken: prepend accepts the request and never queues it."""
 
     def prepend_request(self, request: Any) -> None:
         pass
 
 
-class PopKeepsTheFront(Foreign):
+class PopKeepsTheFront(ListQueue):
     """Broken: pop returns the front (what peek returned) and leaves it queued."""
 
     def pop_request(self) -> Any:
         return self.items[0]
 
 
-class PopLosesTheBack(Foreign):
+class PopLosesTheBack(ListQueue):
     """Broken: pop returns the front and takes the back out too."""
 
     def pop_request(self) -> Any:
@@ -177,7 +128,7 @@ class PopLosesTheBack(Foreign):
         return self.items.pop(0)
 
 
-class PeekGrows(Foreign):
+class PeekGrows(ListQueue):
     """Broken: peek returns the front and queues a new request at the back."""
 
     def peek_request(self) -> Any:
@@ -185,14 +136,14 @@ class PeekGrows(Foreign):
         return self.items[0]
 
 
-class PeekPops(Foreign):
+class PeekPops(ListQueue):
     """Broken: peek returns the front and takes it out."""
 
     def peek_request(self) -> Any:
         return self.items.pop(0)
 
 
-class MovesInTwice(Foreign):
+class MovesInTwice(ListQueue):
     """Broken: prepend_requests puts every request of the other queue in front twice."""
 
     def prepend_requests(self, requests: Iterable[Any]) -> None:
@@ -200,7 +151,7 @@ class MovesInTwice(Foreign):
             self.items[:0] = [request, request]
 
 
-class MovesInAllButTheLast(Foreign):
+class MovesInAllButTheLast(ListQueue):
     """Broken: prepend_requests leaves out the last request of the other queue."""
 
     def prepend_requests(self, requests: Iterable[Any]) -> None:
@@ -208,7 +159,7 @@ class MovesInAllButTheLast(Foreign):
             self.items.insert(0, request)
 
 
-class GrowsTheOtherQueue(Foreign):
+class GrowsTheOtherQueue(ListQueue):
     """Broken: prepend_requests moves every request in, then adds one to the other queue."""
 
     def prepend_requests(self, requests: Any) -> None:
@@ -216,7 +167,7 @@ class GrowsTheOtherQueue(Foreign):
         requests.items.append(Request("stray", 0, 99.0))
 
 
-class RemovesNothing(Foreign):
+class RemovesNothing(ListQueue):
     """Broken: remove finds the request and leaves it queued."""
 
     def remove_request(self, request: Any) -> None:
@@ -224,7 +175,7 @@ class RemovesNothing(Foreign):
             raise ValueError("not queued")
 
 
-class RemovesTheBackToo(Foreign):
+class RemovesTheBackToo(ListQueue):
     """Broken: remove takes out the request and the back request."""
 
     def remove_request(self, request: Any) -> None:
@@ -232,7 +183,7 @@ class RemovesTheBackToo(Foreign):
         self.items.pop()
 
 
-class RemoveManyGrows(Foreign):
+class RemoveManyGrows(ListQueue):
     """Broken: remove_requests removes the named requests, then queues a new one."""
 
     def remove_requests(self, requests: Iterable[Any]) -> None:
@@ -240,7 +191,7 @@ class RemoveManyGrows(Foreign):
         self.items.append(Request("stray", 0, 99.0))
 
 
-class RemoveManyTakesAnUnnamedOne(Foreign):
+class RemoveManyTakesAnUnnamedOne(ListQueue):
     """Broken: remove_requests removes the named requests and the back one, unnamed."""
 
     def remove_requests(self, requests: Iterable[Any]) -> None:
@@ -309,7 +260,7 @@ BROKEN: list[Any] = [
     pytest.param(
         MovesInTwice,
         ["a", "b"],
-        lambda q: q.prepend_requests(Foreign(requests("x", "y"))),
+        lambda q: q.prepend_requests(ListQueue(requests("x", "y"))),
         "RQ-ALL-8: prepend_requests moves in every request of the other queue",
         False,
         id="moves-in-twice",
@@ -317,7 +268,7 @@ BROKEN: list[Any] = [
     pytest.param(
         MovesInAllButTheLast,
         ["a", "b"],
-        lambda q: q.prepend_requests(Foreign(requests("x", "y"))),
+        lambda q: q.prepend_requests(ListQueue(requests("x", "y"))),
         "RQ-ALL-8: prepend_requests moves in every request of the other queue",
         False,
         id="moves-in-all-but-the-last",
@@ -325,7 +276,7 @@ BROKEN: list[Any] = [
     pytest.param(
         GrowsTheOtherQueue,
         ["a", "b"],
-        lambda q: q.prepend_requests(Foreign(requests("x", "y"))),
+        lambda q: q.prepend_requests(ListQueue(requests("x", "y"))),
         "RQ-ALL-8: the other queue is left as it was",
         False,
         id="grows-the-other-queue",
@@ -369,9 +320,9 @@ BROKEN: list[Any] = [
 @pytest.mark.parametrize("cls, names, action, clause, deep", BROKEN)
 def test_a_broken_foreign_queue_is_caught_by_its_clause(
     monkeypatch: pytest.MonkeyPatch,
-    cls: type[Foreign],
+    cls: type[ListQueue],
     names: list[str],
-    action: Callable[[Foreign], object],
+    action: Callable[[ListQueue], object],
     clause: str,
     deep: bool,
 ) -> None:
@@ -389,7 +340,7 @@ def test_a_broken_foreign_queue_is_caught_by_its_clause(
         action(queue)
 
 
-@pytest.mark.parametrize("cls", [Foreign, FCFSRequestQueue])
+@pytest.mark.parametrize("cls", [ListQueue, FCFSRequestQueue])
 def test_sizes_past_the_small_int_cache_are_no_violation(
     deep_on: None, cls: type[RequestQueue]
 ) -> None:
@@ -412,7 +363,7 @@ def test_sizes_past_the_small_int_cache_are_no_violation(
 # --- remove_requests: what the snapshot counts ---------------------------------------
 
 
-class RemovesEqualOnes(Foreign):
+class RemovesEqualOnes(ListQueue):
     """Broken: removes every queued request equal to a named one (RQ-REQ-2: a queue holds
     objects, not values), so naming a copy takes out the queued original."""
 
@@ -429,7 +380,7 @@ def test_a_member_that_is_no_request_leaves_the_exact_count_right(deep_on: None)
     object with no request_id: exactly two are queued, so a correct queue that removes
     those two is no violation."""
     a, b, c = OrderedRequest("a"), OrderedRequest("b"), OrderedRequest("c")
-    queue = Foreign([a, b, c])
+    queue = ListQueue([a, b, c])
     queue.remove_requests([a, c, twin(b), object()])
     assert queue.items == [b] and queue.items[0] is b and len(queue) == 1
 
@@ -445,7 +396,7 @@ def test_a_queue_that_removes_an_equal_copy_is_caught_the_slow_way(deep_on: None
         queue.remove_requests([a, c, twin(b), object()])
 
 
-class RemovesOneTooMany(Foreign):
+class RemovesOneTooMany(ListQueue):
     """Broken: removes the named requests, then the front one, unnamed."""
 
     def remove_requests(self, requests: Iterable[Any]) -> None:
@@ -569,7 +520,7 @@ def test_a_field_gone_by_the_second_read_is_refused_on_a_foreign_queue(
     gone by then is no request: refused with a TypeError naming RQ-REQ-3 (not an
     AttributeError, nor let through to a queue that checks nothing), and nothing
     changes."""
-    queue = Foreign(requests("a"))
+    queue = ListQueue(requests("a"))
     fading = FadingRequest("x")
     error = failure(lambda: getattr(queue, method)(fading))
     assert type(error) is TypeError, repr(error)
@@ -580,14 +531,14 @@ def test_a_field_gone_by_the_second_read_is_refused_on_a_foreign_queue(
     assert ids(queue) == ["a"] and len(queue) == 1
 
 
-class ContentEqual(Foreign):
+class ContentEqual(ListQueue):
     """A foreign queue that compares by contents (as a dataclass would): two empty queues
     are equal, though they are two queues."""
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ContentEqual) and self.items == other.items
 
-    __hash__ = Foreign.__hash__
+    __hash__ = ListQueue.__hash__
 
 
 @pytest.mark.contracts
@@ -607,7 +558,7 @@ def test_only_the_queue_itself_is_refused_as_its_own_other_queue() -> None:
     "other",
     [
         pytest.param(lambda rs: FCFSRequestQueue(rs), id="our-queue"),
-        pytest.param(lambda rs: Foreign(rs), id="foreign-queue"),
+        pytest.param(lambda rs: ListQueue(rs), id="foreign-queue"),
         pytest.param(lambda rs: list(rs), id="list"),
     ],
 )
@@ -620,10 +571,10 @@ def test_a_foreign_queue_refuses_an_id_already_queued(
     whose id is queued here, in the contract's words, before the foreign method (which
     checks nothing) moves anything; the same without a clash moves every request in."""
     a, b = requests("a", "b")
-    queue = Foreign([a, b])
+    queue = ListQueue([a, b])
     clash = other([Request("new", 0, 5.0), Request("b", 0, 6.0)])
     error = failure(lambda: queue.prepend_requests(clash))
-    assert is_clash_refusal(error, Foreign), repr(error)
+    assert is_clash_refusal(error, ListQueue), repr(error)
     assert queue.items == [a, b] and len(queue) == 2
     x, y = Request("x", 0, 7.0), Request("y", 0, 8.0)
     error = failure(lambda: queue.prepend_requests(other([x, y])))
@@ -655,7 +606,7 @@ def test_a_member_that_is_no_request_does_not_hide_a_clash(deep_off: None) -> No
     hold) sends the precondition the slow way, where it still finds the request whose id
     is queued here, behind it, and refuses in the contract's words; nothing moves."""
     queue = FCFSRequestQueue(requests("a", "b"))
-    other = Foreign([lacking("request_id"), Request("b", 0, 6.0)])
+    other = ListQueue([lacking("request_id"), Request("b", 0, 6.0)])
     error = failure(lambda: queue.prepend_requests(other))
     assert is_clash_refusal(error, FCFSRequestQueue), repr(error)
     assert ids(queue) == ["a", "b"] and len(queue) == 2 and len(other) == 2
@@ -682,7 +633,7 @@ def test_a_member_that_is_no_request_is_refused_by_the_method(
     precondition's AttributeError or "unhashable type", nor a clash it does not have);
     nothing moves."""
     queue = FCFSRequestQueue(requests("a", "b"))
-    other = Foreign([bad, Request("x", 0, 6.0)])
+    other = ListQueue([bad, Request("x", 0, 6.0)])
     error = failure(lambda: queue.prepend_requests(other))
     assert type(error) is TypeError, repr(error)
     assert re.search(f"RQ-REQ-3: .* has no '{missing}' attribute", str(error)), repr(error)
@@ -692,7 +643,7 @@ def test_a_member_that_is_no_request_is_refused_by_the_method(
 # --- `bool`: the truth value, as icontract compared it -----------------------------------
 
 
-class IntBool(Foreign):
+class IntBool(ListQueue):
     """Broken for Python: `__bool__` answers the right truth value as an int (1 or 0)."""
 
     def __bool__(self) -> bool:
