@@ -25,7 +25,14 @@ import re
 from typing import Any
 
 import pytest
-from waiting_gap_helpers import enqueue_ids, ids_of, places_of, run_all, violation_message
+from waiting_gap_helpers import (
+    enqueue_ids,
+    ids_of,
+    places_of,
+    refused_in_a_callback,
+    run_all,
+    violation_message,
+)
 from waiting_variants import (
     AbortMissesSkipped,
     Change,
@@ -552,18 +559,7 @@ def test_finish_refuses_by_its_preconditions() -> None:
     ):
         wq.finish(object())  # type: ignore[arg-type]
     assert places_of(wq) == before
-    errors: list[Exception] = []
-
-    def check(request: Any) -> StepDecision:
-        try:
-            wq.finish(r)
-        except RuntimeError as error:
-            errors.append(error)
-        return STOP
-
-    assert wq.schedule_step(check) == []
-    assert len(errors) == 1
-    assert "WL-STEP-9: finish is not called from a step's callbacks" in str(errors[0])
+    refused_in_a_callback(wq, lambda: wq.finish(r), "finish")
     assert places_of(wq) == before
 
 
@@ -722,18 +718,7 @@ def test_abort_from_a_callback_is_refused_by_its_precondition() -> None:
     wq = WaitingQueues("fcfs")
     requests = _everywhere(wq)
     before = places_of(wq)
-    errors: list[Exception] = []
-
-    def check(request: Any) -> StepDecision:
-        try:
-            wq.abort("r")
-        except RuntimeError as error:
-            errors.append(error)
-        return STOP
-
-    assert wq.schedule_step(check) == []
-    assert len(errors) == 1
-    assert "WL-STEP-9: abort is not called from a step's callbacks" in str(errors[0])
+    refused_in_a_callback(wq, lambda: wq.abort("r"), "abort")
     assert places_of(wq) == before and requests["r"].status is RequestStatus.RUNNING
 
 

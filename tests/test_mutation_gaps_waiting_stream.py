@@ -29,6 +29,7 @@ from waiting_gap_helpers import (
     enqueue_ids,
     ids_of,
     places_of,
+    refused_in_a_callback,
     run_all,
     violation_message,
 )
@@ -300,18 +301,7 @@ def test_await_stream_refuses_by_its_preconditions(layout: str) -> None:
     ):
         wq.await_stream(object())  # type: ignore[arg-type]
     assert places_of(wq) == before
-    errors: list[Exception] = []
-
-    def check(request: Any) -> StepDecision:
-        try:
-            wq.await_stream(r)
-        except RuntimeError as error:
-            errors.append(error)
-        return STOP
-
-    assert wq.schedule_step(check) == []
-    assert len(errors) == 1
-    assert "WL-STEP-9: await_stream is not called from a step's callbacks" in str(errors[0])
+    refused_in_a_callback(wq, lambda: wq.await_stream(r), "await_stream")
     assert places_of(wq) == before
 
 
@@ -339,18 +329,7 @@ def test_continue_stream_refuses_by_its_preconditions(layout: str) -> None:
     ):
         wq.continue_stream(object())  # type: ignore[arg-type]
     assert places_of(wq) == before
-    errors: list[Exception] = []
-
-    def check(request: Any) -> StepDecision:
-        try:
-            wq.continue_stream(r)
-        except RuntimeError as error:
-            errors.append(error)
-        return STOP
-
-    assert wq.schedule_step(check) == []
-    assert len(errors) == 1
-    assert "WL-STEP-9: continue_stream is not called from a step's callbacks" in str(errors[0])
+    refused_in_a_callback(wq, lambda: wq.continue_stream(r), "continue_stream")
     assert places_of(wq) == before
 
 

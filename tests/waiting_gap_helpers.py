@@ -74,3 +74,20 @@ def built_name(layout: str) -> str:
     name = "".join(["vllm-", layout.removeprefix("vllm-")])
     assert name == layout and name is not layout
     return name
+
+
+def refused_in_a_callback(wq: WaitingQueues, action: Callable[[], object], operation: str) -> None:
+    """`action`, called from inside a step's callback (which then stops the step), raises
+    WL-STEP-9's RuntimeError naming `operation`, once; the step runs nothing."""
+    errors: list[Exception] = []
+
+    def check(request: Any) -> StepDecision:
+        try:
+            action()
+        except RuntimeError as error:
+            errors.append(error)
+        return StepDecision.STOP
+
+    assert wq.schedule_step(check) == []
+    assert len(errors) == 1
+    assert f"WL-STEP-9: {operation} is not called from a step's callbacks" in str(errors[0])
