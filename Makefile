@@ -54,14 +54,14 @@ lint: setup
 ## types: mypy --strict on the package, its tests and tools, and the proofs generator with what it writes
 types: setup
 	$(BIN)/mypy reference/queueref tests tools proofs/mutations.py proofs/generate.py \
-		proofs/queue_obligations.py proofs/mutants
+		proofs/queue_obligations.py proofs/mutants proofs/generated
 
 ## crosshair-queues: CrossHair on the queue semantics; fails on any counterexample
 # Fails on any counterexample; prints each condition's status (confirmed or not).
 crosshair-queues: setup
 	mkdir -p build
 	$(BIN)/crosshair check --analysis_kind=icontract --report_all --per_condition_timeout=3 \
-		reference/queueref/queue_semantics.py | tee build/crosshair-queues.txt
+		reference/queueref/queues/semantics.py | tee build/crosshair-queues.txt
 	! grep -q ": error:" build/crosshair-queues.txt
 
 ## vectors: write the test vectors to build/vectors and replay them

@@ -4,10 +4,10 @@ A broken copy is never written by hand: `proofs/generate.py` takes the original'
 applies the changes listed here (each replaces one exact piece of text inside one named
 function, and must match exactly once) and writes the result. When an original changes so
 that a change no longer applies, generation fails with the change's name, and
-`tests/test_ob_proofs.py::test_generated_obligation_files_are_current` fails while a
+`tests/verify/test_ob_proofs.py::test_generated_obligation_files_are_current` fails while a
 generated file is stale -- so a broken copy cannot drift from what it breaks.
 
-* `STEP_MUTANTS`: broken step functions of `queueref.models.inductive`, copied into the
+* `STEP_MUTANTS`: broken step functions of `queueref.verify.inductive`, copied into the
   mutant obligation files of `proofs/mutants/` (one list per model);
 * `BROKEN_FILES`: whole broken copies of a file (a bug in some of its functions).
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-INDUCTIVE = "reference/queueref/models/inductive.py"
+INDUCTIVE = "reference/queueref/verify/inductive.py"
 
 
 class ChangeDoesNotApply(ValueError):
@@ -260,7 +260,7 @@ STEP_MUTANTS: dict[str, tuple[BrokenFunction, ...]] = {
 BROKEN_FILES: tuple[BrokenFile, ...] = (
     BrokenFile(
         original="proofs/queue_obligations.py",
-        output="proofs/mutants/queue_obligations_bad.py",
+        output="proofs/generated/mutants/queue_obligations_bad.py",
         purpose="`tools/run_proofs.py`: CrossHair must refute each obligation here",
         changes=(
             Change(
@@ -302,9 +302,9 @@ BROKEN_FILES: tuple[BrokenFile, ...] = (
         ),
     ),
     BrokenFile(
-        original="reference/queueref/queue_semantics.py",
-        output="tests/broken/queue_semantics_broken.py",
-        purpose="`tests/test_queue_semantics.py`: CrossHair must refute both",
+        original="reference/queueref/queues/semantics.py",
+        output="proofs/generated/broken/queue_semantics_broken.py",
+        purpose="`tests/queues/test_queue_semantics.py`: CrossHair must refute both",
         changes=(
             Change(
                 "fcfs_prepend",

@@ -1,22 +1,22 @@
 """Proof obligations for the queue semantics at fixed sizes (CrossHair: confirmed over all paths).
 
-`reference/queueref/queue_semantics.py` states each queue operation as a pure
+`reference/queueref/queues/semantics.py` states each queue operation as a pure
 function over tuples of keys. Over tuples of unbounded length CrossHair
 reports most of its conditions "Not confirmed" (loops over a symbolic length).
 Here each law is stated for fixed sizes with scalar int arguments, which
 CrossHair explores exhaustively: "Confirmed over all paths" is then a proof
-for every value of the keys at that size. `tests/test_queue_semantics.py`
+for every value of the keys at that size. `tests/queues/test_queue_semantics.py`
 shows the reference classes follow the same functions.
 
-Each obligation has a mutant in `proofs/mutants/queue_obligations_bad.py`
-that the same check refutes (listed in `proofs/manifests/queues.json`).
+Each obligation has a mutant in `proofs/generated/mutants/queue_obligations_bad.py`
+that the same check refutes (listed in `proofs/generated/manifests/queues.json`).
 """
 
 from __future__ import annotations
 
 import icontract
 
-from queueref.queue_semantics import (
+from queueref.queues.semantics import (
     fcfs_add,
     fcfs_pop,
     fcfs_prepend,

@@ -1,8 +1,8 @@
 """Extra evidence for larger N: the same invariants and steps, checked with z3 directly.
 
 CrossHair confirms the obligations of `proofs/fine_n*.py` and `proofs/wtc_n*.py` for
-N = 2..4. This script runs the very same Python functions of `queueref.models.inductive`
-(the invariant, the step functions, which use `queueref.models.protocol`) on z3 integer
+N = 2..4. This script runs the very same Python functions of `queueref.verify.inductive`
+(the invariant, the step functions, which use `queueref.admission.protocol`) on z3 integer
 variables instead of CrossHair's symbolic ones, for larger N:
 
 * every `if` on a symbolic condition is split into its two cases (a small depth-first path
@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "reference"))
 
 import z3  # noqa: E402
 
-from queueref.models import inductive as ind  # noqa: E402
+from queueref.verify import inductive as ind  # noqa: E402
 
 
 class _Explorer:

@@ -612,8 +612,8 @@ def bench_explorer() -> tuple[str, list[dict[str, Any]]]:
     """The explorer: the compact encoding beside the reference encoding, and the big rows,
     each compact row beside Spin on the Promela text of the same encoding (OB-TABLE-3)."""
     sys.path.insert(0, str(ROOT / "reference"))
-    from queueref.models import explorer
-    from queueref.models.promela import spin_worst_total
+    from queueref.verify import search as explorer
+    from queueref.verify.promela import spin_worst_total
 
     rows: list[dict[str, Any]] = []
     lines = [

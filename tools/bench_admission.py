@@ -27,7 +27,7 @@ PROTOCOLS = ("check-then-write", "write-then-check", "locked")
 def _protocol_rows(
     num_servers: int = 4, cap: int = 8, max_n: int = 2, seconds: float = 1.5, seed: int = 7
 ) -> list[dict[str, Any]]:
-    from queueref.stress import StressConfig, run_stress
+    from queueref.runtime.stress import StressConfig, run_stress
 
     rows: list[dict[str, Any]] = []
     for protocol in PROTOCOLS:

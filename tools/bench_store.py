@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "reference"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "reference"), str(ROOT / "tests" / "helpers")]
 
 SERVER_COUNTS = (4, 16, 64)
 ROUNDS = 5
@@ -37,12 +37,12 @@ async def _store_round(store: Any) -> float:
 
 
 def _shared_memory_round(servers: int) -> float:
-    from queueref.admission import (
+    from queueref.admission.controller import (
         AdmissionController,
         SharedAdmissionStats,
         allocate_admission_counters,
     )
-    from queueref.tracker import RequestTracker
+    from queueref.admission.tracker import RequestTracker
 
     counters = allocate_admission_counters(max(servers, 2), 1 << 40)
     stats = SharedAdmissionStats(counters, max(servers, 2), 0)
@@ -58,7 +58,7 @@ def _shared_memory_round(servers: int) -> float:
 async def _measure(url: str) -> list[dict[str, Any]]:
     import redis.asyncio
 
-    from queueref.redis_store import RedisAdmissionStore, StoreConfig, StoreProtocol
+    from queueref.runtime.store.redis_store import RedisAdmissionStore, StoreConfig, StoreProtocol
 
     rows = []
     client = redis.asyncio.Redis.from_url(url)
@@ -98,7 +98,7 @@ async def _measure(url: str) -> list[dict[str, Any]]:
 
 def run(report: dict[str, Any]) -> None:
     """Measure and print the table; store the rows under `report["store"]`."""
-    from queueref.redis_server import RedisServer
+    from queueref.runtime.store.redis_server import RedisServer
 
     server = RedisServer()
     server.start()

@@ -1,8 +1,8 @@
 """Compute the exhaustive bound table and check it (OB-TABLE-1, OB-WTC-1, OB-WTC-3).
 
-For every row, `queueref.models.explorer` enumerates every interleaving of the servers'
+For every row, `queueref.verify.search` enumerates every interleaving of the servers'
 steps and reports the worst count. This script checks each row against the formula,
-recomputed here as an independent check (it does not call `queueref.models.protocol.bound`,
+recomputed here as an independent check (it does not call `queueref.admission.protocol.bound`,
 the package's one definition, nor the explorer's `bound` field):
 
 * check-then-write: worst global count == M + (N-1)*min(M, W) (OB-BOUND-1: the bound
@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "reference"))
 
-from queueref.models.explorer import explore  # noqa: E402
+from queueref.verify.search import explore  # noqa: E402
 
 Grid = tuple[range, range, range]  # servers, caps, weights
 
@@ -65,7 +65,7 @@ QUICK: dict[str, list[Grid]] = {
 def expected_worst(protocol: str, servers: int, cap: int, weight: int) -> int:
     """The formula the explorer must reproduce, written out on its own.
 
-    An independent recomputation, on purpose: `queueref.models.protocol.bound` is the
+    An independent recomputation, on purpose: `queueref.admission.protocol.bound` is the
     one definition the package uses; this copy checks it (and the explorer) from outside.
     """
     if protocol == "check-then-write":

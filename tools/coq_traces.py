@@ -1,7 +1,7 @@
 """The Coq model and the Python step functions are one transition system (OB-MODEL-1, OB-ONE-1).
 
 Generates random valid traces of the fine-grained model two ways -- with the step
-functions of `queueref.models.protocol` (`Check.read`, `accumulate`,
+functions of `queueref.admission.protocol` (`Check.read`, `accumulate`,
 `admits_check_then_write`) and with the explorer's `CheckThenWrite.successors` -- and
 writes them, each with the final state Python computed, as `Example`s of a Coq file
 checked by computation (`vm_compute; reflexivity` on `Model.run`, the executable step
@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from queueref.models.explorer import CheckThenWrite
-from queueref.models.protocol import Check, admits_check_then_write
+from queueref.admission.protocol import Check, admits_check_then_write
+from queueref.verify.admission_models import CheckThenWrite
 
 LOGICAL = "Queueref"
 # An action: (kind, server, weight); weight only for start.

@@ -29,10 +29,10 @@ every verdict reached): only the mutants not yet run are run, on the module's un
 text (a stopped run leaves its last mutant written in the copy; the resume undoes it).
 Writes `build/mutation.json` (per module: mutants, killed, survived, uncovered, timed
 out, incompetent, equivalent, score; every mutant's verdict and every survivor's diff),
-records the summary in `tests/mutation-score.json` and the table of README.md
+records the summary in `docs/mutation/score.json` and the table of docs/mutation/README.md
 ("Mutation score"); progress goes to `build/mutation-progress.log`, one line per mutant.
 
-A survivor listed in `tests/mutation-survivors.md` with verdict `equivalent` (it cannot
+A survivor listed in `docs/mutation/survivors.md` with verdict `equivalent` (it cannot
 change behaviour) is counted as equivalent, not as survived; the score is
 killed / (mutants - equivalent). Timeouts count as killed (a mutant that makes the tests
 hang is caught) and are shown apart.
@@ -58,10 +58,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "build" / "mutation"
 OUTPUT = ROOT / "build" / "mutation.json"
-SCORE = ROOT / "tests" / "mutation-score.json"
-SURVIVORS = ROOT / "tests" / "mutation-survivors.md"
+SCORE = ROOT / "docs" / "mutation" / "score.json"
+SURVIVORS = ROOT / "docs" / "mutation" / "survivors.md"
 PROGRESS = ROOT / "build" / "mutation-progress.log"
-README = ROOT / "README.md"
+README = ROOT / "docs" / "mutation" / "README.md"
 COPIED = ["reference", "tests", "specs", "proofs", "tools", "docs", "pyproject.toml", "README.md"]
 COPIED += ["CONTRIBUTING.md"]
 #: Tests that start processes or servers, or run CrossHair: too slow to run per mutant.
@@ -78,130 +78,130 @@ class Target:
 
 #: The waiting lifecycle is split by job over several modules; the same tests cover them all.
 _LIFECYCLE_TESTS = (
-    "tests/test_waiting.py",
-    "tests/test_waiting_machine.py",
-    "tests/test_waiting_variants.py",
-    "tests/test_waiting_v033.py",
-    "tests/test_waiting_streaming.py",
-    "tests/test_waiting_guard.py",
-    "tests/test_waiting_differential.py",
-    "tests/test_mutation_gaps_waiting_checks.py",
-    "tests/test_mutation_gaps_waiting_state.py",
-    "tests/test_mutation_gaps_waiting_step.py",
-    "tests/test_mutation_gaps_waiting.py",
-    "tests/test_mutation_gaps_waiting_stream.py",
-    "tests/test_mutation_gaps_waiting_leave.py",
+    "tests/waiting/test_waiting.py",
+    "tests/waiting/test_waiting_machine.py",
+    "tests/waiting/test_waiting_variants.py",
+    "tests/waiting/test_waiting_v033.py",
+    "tests/waiting/test_waiting_streaming.py",
+    "tests/waiting/test_waiting_guard.py",
+    "tests/waiting/test_waiting_differential.py",
+    "tests/waiting/test_waiting_checks.py",
+    "tests/waiting/test_waiting_state.py",
+    "tests/waiting/test_waiting_step.py",
+    "tests/waiting/test_waiting_lifecycle.py",
+    "tests/waiting/test_waiting_stream.py",
+    "tests/waiting/test_waiting_leave.py",
 )
 _LIFECYCLE_MODULES = (
-    "waiting_places",
-    "waiting_state",
-    "waiting_checks",
-    "waiting_step",
-    "waiting_stream",
-    "waiting_leave",
+    "waiting/places",
+    "waiting/state",
+    "waiting/checks",
+    "waiting/step",
+    "waiting/stream",
+    "waiting/leave",
 )
 
 #: The queues' modules, split out of queues.py by job (issue 17); all run the queue tests.
-_QUEUE_MODULES = ("queue_checks", "queue_base", "queue_fcfs", "queue_priority")
+_QUEUE_MODULES = ("queues/checks", "queues/base", "queues/fcfs", "queues/priority")
 _QUEUE_TESTS = (
-    "tests/test_queues.py",
-    "tests/test_queue_laws.py",
-    "tests/test_queue_model.py",
-    "tests/test_queue_semantics.py",
-    "tests/test_queue_cost.py",
-    "tests/test_queue_contract_cost.py",
-    "tests/test_mutation_gaps.py",
-    "tests/test_mutation_gaps_queue_fcfs.py",
-    "tests/test_mutation_gaps_queue_priority.py",
-    "tests/test_mutation_gaps_queue_base.py",
-    "tests/test_mutation_gaps_queue_checks.py",
+    "tests/queues/test_queues.py",
+    "tests/queues/test_queue_laws.py",
+    "tests/queues/test_queue_model.py",
+    "tests/queues/test_queue_semantics.py",
+    "tests/queues/test_queue_cost.py",
+    "tests/queues/test_queue_contract_cost.py",
+    "tests/admission/test_admission_pins.py",
+    "tests/queues/test_queue_fcfs.py",
+    "tests/queues/test_queue_priority.py",
+    "tests/queues/test_queue_base.py",
+    "tests/queues/test_queue_checks.py",
 )
 
 MODULES: dict[str, Target] = {
-    "queues.py": Target("reference/queueref/queues.py", _QUEUE_TESTS),
+    "queues/factory.py": Target("reference/queueref/queues/factory.py", _QUEUE_TESTS),
     **{
         f"{name}.py": Target(f"reference/queueref/{name}.py", _QUEUE_TESTS)
         for name in _QUEUE_MODULES
     },
-    "waiting.py": Target("reference/queueref/waiting.py", _LIFECYCLE_TESTS),
+    "waiting/lifecycle.py": Target("reference/queueref/waiting/lifecycle.py", _LIFECYCLE_TESTS),
     **{
         f"{name}.py": Target(f"reference/queueref/{name}.py", _LIFECYCLE_TESTS)
         for name in _LIFECYCLE_MODULES
     },
-    "admission.py": Target(
-        "reference/queueref/admission.py",
+    "admission/controller.py": Target(
+        "reference/queueref/admission/controller.py",
         (
-            "tests/test_admission.py",
-            "tests/test_admission_front.py",
-            "tests/test_admission_machine.py",
-            "tests/test_admission_one_pass.py",
-            "tests/test_admission_tokens.py",
-            "tests/test_validators.py",
-            "tests/test_mutation_gaps.py",
-            "tests/test_mutation_gaps_admission.py",
-            "tests/test_mutation_gaps_admission_contracts.py",
-            "tests/test_admission_step_guard.py",
+            "tests/admission/test_admission.py",
+            "tests/admission/test_admission_front.py",
+            "tests/admission/test_admission_machine.py",
+            "tests/admission/test_admission_one_pass.py",
+            "tests/admission/test_admission_tokens.py",
+            "tests/package/test_validators.py",
+            "tests/admission/test_admission_pins.py",
+            "tests/admission/test_admission_controller.py",
+            "tests/admission/test_admission_contracts.py",
+            "tests/admission/test_admission_step_guard.py",
         ),
     ),
-    "tracker.py": Target(
-        "reference/queueref/tracker.py",
+    "admission/tracker.py": Target(
+        "reference/queueref/admission/tracker.py",
         (
-            "tests/test_tracker.py",
-            "tests/test_admission.py",
-            "tests/test_admission_front.py",
-            "tests/test_admission_machine.py",
-            "tests/test_admission_one_pass.py",
-            "tests/test_admission_tokens.py",
-            "tests/test_validators.py",
-            "tests/test_mutation_gaps.py",
-            "tests/test_mutation_gaps_tracker.py",
+            "tests/admission/test_tracker.py",
+            "tests/admission/test_admission.py",
+            "tests/admission/test_admission_front.py",
+            "tests/admission/test_admission_machine.py",
+            "tests/admission/test_admission_one_pass.py",
+            "tests/admission/test_admission_tokens.py",
+            "tests/package/test_validators.py",
+            "tests/admission/test_admission_pins.py",
+            "tests/admission/test_tracker_clauses.py",
         ),
     ),
-    "models/protocol.py": Target(
-        "reference/queueref/models/protocol.py",
+    "admission/protocol.py": Target(
+        "reference/queueref/admission/protocol.py",
         (
-            "tests/test_ob_explorer.py",
-            "tests/test_ob_one_transition_system.py",
-            "tests/test_ob_broken_variants.py",
-            "tests/test_admission.py",
-            "tests/test_admission_machine.py",
-            "tests/test_admission_one_pass.py",
-            "tests/test_admission_tokens.py",
-            "tests/test_token_model.py",
-            "tests/test_validators.py",
-            "tests/test_mutation_gaps.py",
-            "tests/test_mutation_gaps_protocol.py",
+            "tests/verify/test_ob_explorer.py",
+            "tests/verify/test_ob_one_transition_system.py",
+            "tests/verify/test_ob_broken_variants.py",
+            "tests/admission/test_admission.py",
+            "tests/admission/test_admission_machine.py",
+            "tests/admission/test_admission_one_pass.py",
+            "tests/admission/test_admission_tokens.py",
+            "tests/verify/test_token_model.py",
+            "tests/package/test_validators.py",
+            "tests/admission/test_admission_pins.py",
+            "tests/admission/test_protocol.py",
         ),
     ),
-    "events.py": Target(
-        "reference/queueref/events.py",
+    "trace/events.py": Target(
+        "reference/queueref/trace/events.py",
         (
-            "tests/test_admission_events.py",
-            "tests/test_check_trace.py",
-            "tests/test_check_trace_tokens.py",
-            "tests/test_validators.py",
-            "tests/test_mutation_gaps.py",
-            "tests/test_mutation_gaps_events.py",
+            "tests/trace/test_admission_events.py",
+            "tests/oracle/test_check_trace.py",
+            "tests/oracle/test_check_trace_tokens.py",
+            "tests/package/test_validators.py",
+            "tests/admission/test_admission_pins.py",
+            "tests/trace/test_trace_events.py",
         ),
     ),
     "oracle/trace_check.py": Target(
         "reference/queueref/oracle/trace_check.py",
         (
-            "tests/test_check_trace.py",
-            "tests/test_check_trace_tokens.py",
-            "tests/test_validators.py",
-            "tests/test_mutation_gaps.py",
-            "tests/test_mutation_gaps_trace_check.py",
+            "tests/oracle/test_check_trace.py",
+            "tests/oracle/test_check_trace_tokens.py",
+            "tests/package/test_validators.py",
+            "tests/admission/test_admission_pins.py",
+            "tests/oracle/test_trace_check.py",
         ),
     ),
-    "oracle/trace_files.py": Target(
-        "reference/queueref/oracle/trace_files.py",
+    "trace/files.py": Target(
+        "reference/queueref/trace/files.py",
         (
-            "tests/test_check_trace.py",
-            "tests/test_check_trace_tokens.py",
-            "tests/test_validators.py",
-            "tests/test_mutation_gaps.py",
-            "tests/test_mutation_gaps_trace_files.py",
+            "tests/oracle/test_check_trace.py",
+            "tests/oracle/test_check_trace_tokens.py",
+            "tests/package/test_validators.py",
+            "tests/admission/test_admission_pins.py",
+            "tests/trace/test_trace_files.py",
         ),
     ),
 }
@@ -238,7 +238,7 @@ def annotation_ranges(source: str) -> list[tuple[tuple[int, int], tuple[int, int
 
 
 def equivalents(path: Path = SURVIVORS) -> set[tuple[str, str, str]]:
-    """(module, operator, code) of the survivors `tests/mutation-survivors.md` calls
+    """(module, operator, code) of the survivors `docs/mutation/survivors.md` calls
     equivalent: rows `| module | line | operator | `code` | equivalent | reason |`; an
     operator written `operator#occurrence` names one of several mutants of that line. A
     `|` inside a cell is written `\\|`, as Markdown tables need."""
@@ -557,7 +557,7 @@ def stored_outcomes(module: dict[str, Any]) -> list[Outcome]:
 
 
 def rescore(run: dict[str, Any]) -> dict[str, Any]:
-    """The same run with the survivors `tests/mutation-survivors.md` now calls equivalent
+    """The same run with the survivors `docs/mutation/survivors.md` now calls equivalent
     counted as equivalent (nothing is run again)."""
     known = equivalents()
     for name, m in run["modules"].items():
@@ -585,7 +585,7 @@ def table(modules: dict[str, dict[str, Any]]) -> str:
 
 
 def record(run: dict[str, Any]) -> None:
-    """Merge a run into `tests/mutation-score.json` and rewrite README's table."""
+    """Merge a run into `docs/mutation/score.json`; rewrite docs/mutation/README.md's table."""
     previous = json.loads(SCORE.read_text()) if SCORE.exists() else {"modules": {}}
     modules = dict(previous.get("modules", {}))
     for name, m in run["modules"].items():
@@ -611,7 +611,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rescore",
         action="store_true",
-        help="re-read tests/mutation-survivors.md for the last run's survivors; run nothing",
+        help="re-read docs/mutation/survivors.md for the last run's survivors; run nothing",
     )
     parser.add_argument(
         "--only-survivors",

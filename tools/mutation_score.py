@@ -1,4 +1,4 @@
-"""Print the last recorded mutation score (`tests/mutation-score.json`, written by
+"""Print the last recorded mutation score (`docs/mutation/score.json`, written by
 `make mutation`): per module, how many mutants ran, were killed, survived, and the score.
 
 Mutation testing is too slow for every `make verify`; this shows what it measured last.
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SCORE = ROOT / "tests" / "mutation-score.json"
+SCORE = ROOT / "docs" / "mutation" / "score.json"
 
 
 def lines(score: dict[str, object]) -> list[str]:

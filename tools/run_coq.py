@@ -16,7 +16,7 @@ What it checks, in order (each failure fails the step):
    name or library error. A mutant that compiles, or fails elsewhere or for another
    reason, fails the step: it would show nothing about the proof.
 5. The Python-tied traces (`tools/coq_traces.py`): random valid traces of
-   `queueref.models.protocol` and of the explorer, with their Python final states, are
+   `queueref.admission.protocol` and of the explorer, with their Python final states, are
    accepted by the executable step function of Model.v; each invalid trace is rejected.
 
 Results go to `build/coq.json`. Options: `--traces N` (random traces, default 2000),

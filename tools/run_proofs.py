@@ -1,4 +1,4 @@
-"""Run every CrossHair proof obligation of `proofs/manifests/*.json` and check the outcome.
+"""Run every CrossHair obligation of `proofs/generated/manifests/*.json`; check each outcome.
 
 Each manifest entry (format in CONTRIBUTING.md) names a target `FILE:FUNCTION`, its model,
 N and what it must yield: `confirmed` (then also a mutant, which must be refuted: a check
@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MANIFESTS = ROOT / "proofs" / "manifests"
+MANIFESTS = ROOT / "proofs" / "generated" / "manifests"
 OUTPUT = ROOT / "build" / "obligations.json"
 
 CONFIRMED = "confirmed"

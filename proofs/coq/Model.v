@@ -1,7 +1,7 @@
 (* OB-MODEL-1: the fine-grained model of check-then-write, over unbounded nat,
    for any number of servers N, cap M and largest weight W.
    (specs/overshoot-bound.md; the Python step functions are
-   queueref.models.protocol: accumulate, admits_check_then_write.)
+   queueref.admission.protocol: accumulate, admits_check_then_write.)
 
    Logical path: tools/run_coq.py compiles proofs/coq with `-Q proofs/coq Queueref`;
    import with `From Queueref Require Import Model.`

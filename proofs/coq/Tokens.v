@@ -1,6 +1,6 @@
 (* The token limit shared across API servers, for every N (OB-TOK-1, OB-TOK-2,
    OB-TOK-3 of specs/token-limit.md; the Python model is
-   queueref.models.tokens).
+   queueref.verify.tokens).
 
    The model.  Like the fine-grained model OB-MODEL-1 of Model.v, with the
    queued prompt tokens of a server for its slot: a server starts a check of
@@ -20,7 +20,7 @@
    (amounts that match no request), which is sound for an upper bound; the
    tightness schedules use no prefill_done at all.
 
-   The rules (Python: queueref.models.tokens.admits_tokens):
+   The rules (Python: queueref.verify.tokens.admits_tokens):
      ge_rule Mt view t   = view < Mt       vLLM 0.30.0's AsyncLLM.check_admission
                                            (vllm/v1/engine/async_llm.py) rejects iff
                                            `current_tokens >= max_queued_tokens`;

@@ -3,7 +3,7 @@
    weight W, over unbounded nat (specs/overshoot-bound.md).
 
    The model (the write-then-check model of specs/overshoot-bound.md; the
-   Python step functions are queueref.models.protocol: accumulate,
+   Python step functions are queueref.admission.protocol: accumulate,
    keeps_reservation):
      start  p n  an idle server p (no check in progress) writes its
                  reservation first, c_p += n (1 <= n <= W), and starts a

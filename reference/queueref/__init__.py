@@ -1,6 +1,6 @@
 """queueref: a formally checked reference of vLLM's request queues and admission control."""
 
-from queueref.admission import (
+from queueref.admission.controller import (
     AdmissionController,
     AdmissionRejected,
     MaxQueuedTokensError,
@@ -8,7 +8,8 @@ from queueref.admission import (
     SharedAdmissionStats,
     allocate_admission_counters,
 )
-from queueref.queues import (
+from queueref.admission.tracker import RequestTracker
+from queueref.queues.factory import (
     FCFSRequestQueue,
     PriorityRequestQueue,
     RequestQueue,
@@ -16,8 +17,7 @@ from queueref.queues import (
     create_request_queue,
 )
 from queueref.request import Request, RequestStatus
-from queueref.tracker import RequestTracker
-from queueref.waiting import StepDecision, WaitingQueues
+from queueref.waiting.lifecycle import StepDecision, WaitingQueues
 
 __version__ = "0.1.0"
 

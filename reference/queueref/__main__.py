@@ -2,6 +2,6 @@
 
 import sys
 
-from queueref.cli import main
+from queueref.cli.main import main
 
 sys.exit(main())

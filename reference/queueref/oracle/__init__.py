@@ -19,7 +19,8 @@ import importlib
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from queueref.oracle.errors import ConformanceError, HypothesisMissing, TraceFormatError
+from queueref.oracle.errors import ConformanceError, HypothesisMissing
+from queueref.trace.files import TraceFormatError
 
 if TYPE_CHECKING:
     from queueref.oracle.conformance import check_queue_laws, check_request_queue

@@ -43,7 +43,7 @@ from queueref.oracle.queue_machine import (
     python_name,
     queue_machine,
 )
-from queueref.queues import SchedulingPolicy, create_request_queue
+from queueref.queues.factory import SchedulingPolicy, create_request_queue
 from queueref.validators import is_int, is_int_at_least
 
 #: The default number of calls per program (ORC-SIZE-1).

@@ -11,7 +11,7 @@ pytest loads this module in every run of every project that has queueref
 installed, so importing it costs nothing: it imports neither Hypothesis nor
 the checkers; the fixtures import them when a test asks for one (ORC-PLUG-2).
 Without Hypothesis, such a test fails at the fixture with one line that says
-`pip install 'queueref[oracle]'` (ORC-INST-1).
+`pip install 'hypothesis>=6.100,<7'` (ORC-INST-1).
 """
 
 from __future__ import annotations

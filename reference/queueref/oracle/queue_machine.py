@@ -7,7 +7,7 @@ contents. It ships inside the package, zarr-python style: the constructor
 takes the thing under test, so any queue runs it in one line.
 
 * queueref's own tests run it with the reference queues as the subject and
-  the plain list model (`queueref.models.queue_model.ListQueueModel`) as the
+  the plain list model (`queueref.queues.model.ListQueueModel`) as the
   expected side;
 * `check_request_queue` runs it with somebody else's queue as the subject and
   queueref's reference queue as the expected side (ORC-MACH-1);

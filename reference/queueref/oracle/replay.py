@@ -45,7 +45,7 @@ def _queue_call(queue: Any, record: dict[str, Any], objects: dict[str, Any], que
 
 def replay_request_queue(case: Case, factory: Callable[[], Any] | None = None) -> list[str]:
     """Replay a request_queue case on `factory()` queues (default: the reference); mismatches."""
-    from queueref.queues import create_request_queue
+    from queueref.queues.factory import create_request_queue
     from queueref.request import Request
 
     make = factory if factory is not None else (lambda: create_request_queue(case["policy"]))
@@ -96,8 +96,8 @@ class _RecordingBuffer(list[int]):
 
 
 def _replay_check(case: Case) -> list[str]:
-    from queueref.admission import AdmissionController, SharedAdmissionStats
-    from queueref.tracker import RequestTracker
+    from queueref.admission.controller import AdmissionController, SharedAdmissionStats
+    from queueref.admission.tracker import RequestTracker
 
     setup, n = case["setup"], case["n"]
     shared = setup["num_servers"] is not None
@@ -150,8 +150,8 @@ def _replay_check(case: Case) -> list[str]:
 
 
 def _replay_schedule(case: Case) -> list[str]:
-    from queueref.admission import AdmissionController, SharedAdmissionStats
-    from queueref.tracker import RequestTracker
+    from queueref.admission.controller import AdmissionController, SharedAdmissionStats
+    from queueref.admission.tracker import RequestTracker
 
     setup = case["setup"]
     servers = setup["num_servers"]
@@ -208,8 +208,8 @@ def _tracker_call(tracker: Any, op: str, arguments: dict[str, Any]) -> Any:
 
 
 def _replay_tracker(case: Case) -> list[str]:
-    from queueref.admission import SharedAdmissionStats
-    from queueref.tracker import RequestTracker
+    from queueref.admission.controller import SharedAdmissionStats
+    from queueref.admission.tracker import RequestTracker
 
     counters = [0] * (SLOT * case["num_servers"])
     stats = SharedAdmissionStats(counters, case["num_servers"], case["server"])
@@ -233,14 +233,14 @@ def _replay_tracker(case: Case) -> list[str]:
 
 
 def _replay_misc(case: Case) -> list[str]:
-    from queueref.admission import (
+    from queueref.admission.controller import (
         AdmissionController,
         SharedAdmissionStats,
         allocate_admission_counters,
     )
-    from queueref.events import AdmissionEvent, max_admitted_in_flight, max_in_flight
-    from queueref.queues import create_request_queue
+    from queueref.queues.factory import create_request_queue
     from queueref.request import Request
+    from queueref.trace.events import AdmissionEvent, max_admitted_in_flight, max_in_flight
 
     kind = case["kind"]
     outcome: Any

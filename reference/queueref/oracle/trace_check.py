@@ -1,11 +1,11 @@
 """`check_admission_trace`: replay a recorded admission trace against the semantics.
 
-A trace is the sequence of `queueref.events.AdmissionEvent` records that API
+A trace is the sequence of `queueref.trace.events.AdmissionEvent` records that API
 servers wrote (one JSON object a line, the schema of ADM-EV-1 / ADM-EV-2).
 The checker reports the largest global in-flight count, the bound it must
 respect, whether it does, and every recorded decision the semantics forbid
 (ORC-TR-1 to ORC-TR-8). It reuses the schema, the parser and the sweeps of
-`queueref.events`; files are read by `queueref.oracle.trace_files`, strictly,
+`queueref.trace.events`; files are read by `queueref.trace.files`, strictly,
 with errors that name the line and the field (ORC-TR-9). The reading names
 (`read_trace`, `read_trace_folder`, `trace_file`, ...) are re-exported here.
 
@@ -13,7 +13,7 @@ Models no single vLLM file: it judges recordings of the admission path of
 `AsyncLLM.check_admission` (`vllm/v1/engine/async_llm.py`) with the counters of
 `vllm/v1/engine/admission_control.py`, as `specs/admission.md` states it.
 
-Modes (ORC-TR-10): the protocol names of `queueref.models.protocol.Protocol`
+Modes (ORC-TR-10): the protocol names of `queueref.admission.protocol.Protocol`
 (the deprecated `shared` and `reserve` are accepted for the first two):
 
 | mode | protocol | admit iff | view must be | measure | bound |
@@ -36,28 +36,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from queueref.events import AdmissionEvent, max_admitted_in_flight, max_in_flight, sweep
-from queueref.models.protocol import (
+from queueref.admission.protocol import (
     Protocol,
     TokenRule,
     admits_tokens,
     keeps_reservation,
     parse_protocol,
 )
-from queueref.models.protocol import bound as protocol_bound
-from queueref.models.tokens import token_bound
+from queueref.admission.protocol import bound as protocol_bound
+from queueref.admission.tracker import child_request_id
+from queueref.trace.events import AdmissionEvent, max_admitted_in_flight, max_in_flight, sweep
 
 # Re-exported: the reading of trace files moved to `trace_files`; callers still name it here.
-from queueref.oracle.trace_files import MAX_LINE_CHARS as MAX_LINE_CHARS
-from queueref.oracle.trace_files import OPTIONAL_KEYS as OPTIONAL_KEYS
-from queueref.oracle.trace_files import REQUIRED_KEYS as REQUIRED_KEYS
-from queueref.oracle.trace_files import TraceFolder as TraceFolder
-from queueref.oracle.trace_files import parse_event_line as parse_event_line
-from queueref.oracle.trace_files import read_trace as read_trace
-from queueref.oracle.trace_files import read_trace_folder as read_trace_folder
-from queueref.oracle.trace_files import trace_file as trace_file
-from queueref.tracker import child_request_id
+from queueref.trace.files import MAX_LINE_CHARS as MAX_LINE_CHARS
+from queueref.trace.files import OPTIONAL_KEYS as OPTIONAL_KEYS
+from queueref.trace.files import REQUIRED_KEYS as REQUIRED_KEYS
+from queueref.trace.files import TraceFolder as TraceFolder
+from queueref.trace.files import parse_event_line as parse_event_line
+from queueref.trace.files import read_trace as read_trace
+from queueref.trace.files import read_trace_folder as read_trace_folder
+from queueref.trace.files import trace_file as trace_file
 from queueref.validators import is_int_at_least
+from queueref.verify.tokens import token_bound
 
 #: The modes `check_admission_trace` knows (ORC-TR-10).
 MODES: Final = tuple(protocol.value for protocol in Protocol)
@@ -631,7 +631,7 @@ def check_admission_trace(
     against its bound (ORC-TR-14) and every token decision (ORC-TR-15), under
     `token_rule` (`ge`, `fits`).
 
-    >>> from queueref.events import AdmissionEvent
+    >>> from queueref.trace.events import AdmissionEvent
     >>> trace = [
     ...     AdmissionEvent(1.0, 0, "admit", "a", 1, view=0),
     ...     AdmissionEvent(1.1, 1, "admit", "b", 1, view=0),

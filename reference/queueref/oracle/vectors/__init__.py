@@ -15,10 +15,10 @@ seeds; sizes run through 0, 1, 2, 3 and limits through the limit minus one,
 the limit and the limit plus one.
 
 The expected values are computed here, independently of the reference: queue
-cases by `queueref.models.queue_model.ListQueueModel` (a plain list), and
+cases by `queueref.queues.model.ListQueueModel` (a plain list), and
 admission cases by the few lines of arithmetic of `specs/admission.md`
-written out below (the `expect_*` functions never call `queueref.admission`
-or `queueref.tracker`). The replay then runs the reference, so a vector that
+written out below (the `expect_*` functions never call `queueref.admission.controller`
+or `queueref.admission.tracker`). The replay then runs the reference, so a vector that
 replays clean is an agreement between two independent statements of the
 semantics. Every case lists the requirement IDs it covers.
 

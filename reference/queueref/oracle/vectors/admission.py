@@ -1,6 +1,6 @@
 """Admission cases: the counter layout and the check, by the arithmetic of specs/admission.md.
 
-The `expect_*` functions never call `queueref.admission` or `queueref.tracker`.
+The `expect_*` functions never call `queueref.admission.controller` or `queueref.admission.tracker`.
 
 Models no vLLM file.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from queueref.models.protocol import Protocol, parse_protocol
+from queueref.admission.protocol import Protocol, parse_protocol
 from queueref.oracle.vectors.common import Case, Expect, make_case
 from queueref.validators import is_int_at_least
 

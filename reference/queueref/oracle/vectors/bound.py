@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from queueref.models.protocol import Protocol, parse_protocol
-from queueref.models.protocol import bound as protocol_bound
+from queueref.admission.protocol import Protocol, parse_protocol
+from queueref.admission.protocol import bound as protocol_bound
 from queueref.oracle.vectors.common import Case, Expect, make_case
 
 

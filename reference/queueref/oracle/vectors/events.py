@@ -1,4 +1,4 @@
-"""Event cases: event lines (valid and not) and the two sweeps of `queueref.events`.
+"""Event cases: event lines (valid and not) and the two sweeps of `queueref.trace.events`.
 
 Models no vLLM file.
 """
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from queueref.events import sweep
 from queueref.oracle.vectors.common import Case, Expect, make_case
+from queueref.trace.events import sweep
 
 
 def event_cases() -> list[Case]:

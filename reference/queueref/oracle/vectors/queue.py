@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from queueref.models.queue_model import ListQueueModel
 from queueref.oracle.vectors.common import Case, Expect, make_case
+from queueref.queues.model import ListQueueModel
 
 
 @dataclass

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from queueref.models.tracker_model import TrackerModel
+from queueref.admission.tracker_model import TrackerModel
 from queueref.oracle.vectors.common import Case, make_case
 
 

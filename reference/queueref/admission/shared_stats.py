@@ -1,0 +1,499 @@
+"""The shared admission counters: slot layout, `SharedAdmissionStats`, allocation.
+
+Models `vllm/v1/engine/admission_control.py` (`SharedAdmissionStats`,
+`AdmissionCounterBuffer`) and the allocation in `APIServerProcessManager.__init__`
+of `vllm/v1/utils.py` (vLLM PR #54746). The semantics are stated in
+`specs/admission.md` (sections "Layout of the shared counters", "Shared stats",
+"Allocation").
+
+Deliberate divergences from vLLM:
+
+* `SharedAdmissionStats.from_config` reads the config dict without changing
+  it; vLLM 0.30.0 pops the buffer from it, so the order of construction matters.
+* Counts are validated: a negative count is never written, and a negative
+  value read from a slot is an `AdmissionCounterError`, never an admission.
+* A sum reads the slots strictly one `__getitem__` per slot, in index order,
+  through `queueref.admission.protocol.Check` -- or, over a buffer of C-level
+  8-byte counters, in one C-level pass of the same reads.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Protocol, TypeVar
+
+import icontract
+
+from queueref import config
+from queueref.admission import protocol
+from queueref.errors import AdmissionCounterError
+from queueref.validators import is_index, is_int, is_int_at_least, is_limit
+
+#: The key under which vLLM 0.30.0 hands the buffer to a server (ADM-RISK-3).
+CONFIG_KEY: Final = "mp_admission_counters"
+
+
+class AdmissionCounterBuffer(Protocol):
+    """What a counter buffer must offer: integer reads and writes by index.
+
+    A `multiprocessing.RawArray("q", ...)` in production, a list in tests, or
+    any object whose `__getitem__` calls back between reads (trace replay).
+    """
+
+    def __getitem__(self, index: int, /) -> int: ...
+
+    def __setitem__(self, index: int, value: int, /) -> None: ...
+
+
+def is_private_buffer(counters: object) -> bool:
+    """Whether a buffer can be re-read in a contract without side effects or races.
+
+    Only a plain `list` qualifies: a shared `RawArray` changes under the feet
+    of a contract (other processes write it), and a custom buffer may call
+    back on every read. Frame conditions that re-read slots are restricted to
+    private buffers.
+    """
+    return type(counters) is list
+
+
+def _whole_buffer(counters: object) -> list[int] | None:
+    """A copy of a private buffer for a deep frame condition, else None."""
+    if config.deep_checks() and isinstance(counters, list) and is_private_buffer(counters):
+        return list(counters)
+    return None
+
+
+def _only_own_counter_changed(
+    stats: SharedAdmissionStats, count: int, before: list[int] | None, counter: int = 0
+) -> bool:
+    """The frame condition of a write: counter `counter` of the own slot, nothing else."""
+    if before is None:
+        return True
+    # Computed from the index, not from the cached offset, so a corrupt offset is caught.
+    own = stats.client_index * stats.COUNTERS_PER_SLOT + counter
+    expected = [count if index == own else value for index, value in enumerate(before)]
+    return _whole_buffer(stats.counters) == expected
+
+
+def _buffer_holds(counters: object, client_count: object) -> bool:
+    """Whether a buffer of known length holds the counters of `client_count` servers."""
+    length = _buffer_length(counters)
+    if length is None or not is_int_at_least(client_count, 1):
+        return True
+    return length >= SharedAdmissionStats.num_counters(client_count)
+
+
+def _buffer_length(counters: object) -> int | None:
+    """The length of a buffer when it has one (lists and ctypes arrays do)."""
+    if isinstance(counters, (list, ctypes.Array)):
+        return len(counters)
+    try:
+        return len(counters)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
+# ADM-CTL-11: the one-pass read of a whole pass over a C-level counter buffer.
+def _strided_counter_view(counters: object, client_count: int, counter: int) -> memoryview | None:
+    """A view whose item i is counter `counter` of slot i, or None (one-pass reads).
+
+    Only for buffers of C-level signed 8-byte counters (`RawArray("q", ...)`, a
+    ctypes `c_int64` array): reading it is one aligned 8-byte load per item, the
+    load the ctypes `__getitem__` makes. A list, or any buffer whose `__getitem__`
+    is Python code (trace replay, models), gets None and keeps the stepwise read.
+    """
+    if not isinstance(counters, ctypes.Array):
+        return None
+    if counters._type_ not in (ctypes.c_int64, ctypes.c_longlong, ctypes.c_long):
+        return None
+    if ctypes.sizeof(counters._type_) != SharedAdmissionStats.COUNTER_BYTES:
+        return None
+    step = SharedAdmissionStats.COUNTERS_PER_SLOT
+    flat = memoryview(counters).cast("B").cast("q")
+    return flat[counter : counter + client_count * step : step]
+
+
+def _checked_counts(values: list[int], counter: int) -> list[int]:
+    """The values of one pass, or `AdmissionCounterError` naming the first negative slot
+    as the slot-by-slot read raises."""  # ADM-CTL-8
+    if min(values) < 0:
+        slot = next(index for index, value in enumerate(values) if value < 0)
+        raise AdmissionCounterError(
+            f"ADM-CTL-8: slot {slot} counter {counter} holds {values[slot]!r}, not a count; "
+            "refusing to decide on a corrupt counter"
+        )
+    return values
+
+
+def _read_in_one_pass(view: memoryview, counter: int) -> int:
+    """The sum of a strided view, read once, item 0 to N-1, in C.
+
+    `tolist()` loads every item once, in index order, with no Python code between
+    two loads; the values are then checked and folded by the step function
+    (`protocol._read_all`).
+    """
+    return protocol._read_all(0, _checked_counts(view.tolist(), counter))
+
+
+def _is_the_sum_of(stats: SharedAdmissionStats, result: int, counter: int) -> bool:
+    """The deep postcondition of a sum: it equals counter `counter` summed over every slot.
+
+    Re-reads the slots, so only over a private buffer and with deep checks on.
+    """
+    if not config.deep_checks() or not is_private_buffer(stats.counters):
+        return True
+    step = stats.COUNTERS_PER_SLOT
+    return result == sum(
+        stats.counters[index * step + counter] for index in range(stats.client_count)
+    )
+
+
+def _slot_in_range(self: SharedAdmissionStats, client_index: int) -> bool:
+    return is_index(client_index, self.client_count)
+
+
+def _not_negative(result: int) -> bool:
+    return result >= 0
+
+
+_Reader = TypeVar("_Reader", bound=Callable[..., int])
+
+
+def _slot_read(requirement: str, what: str) -> Callable[[_Reader], _Reader]:
+    """The contracts of a one-slot read: the index is in range, the value is never negative.
+
+    Named conditions, not lambdas: icontract shows a lambda's source only
+    when it is written in a decorator line.
+    """
+
+    def wrap(read: _Reader) -> _Reader:
+        read = icontract.ensure(_not_negative, f"{requirement}: a {what} read is never negative")(
+            read
+        )
+        return icontract.require(
+            _slot_in_range, f"{requirement}: a slot index is in range", error=IndexError
+        )(read)
+
+    return wrap
+
+
+# ---------------------------------------------------------------------------
+# Shared counters
+# ---------------------------------------------------------------------------
+
+
+class SharedAdmissionStats:
+    """Lock-free admission counters shared by the API server processes.
+
+    Server `i` owns slot `i`: counters `i * COUNTERS_PER_SLOT` to
+    `(i + 1) * COUNTERS_PER_SLOT - 1`, one 64-byte cache line, so that two
+    servers' writes never invalidate each other's line (false sharing).
+    Counter 0 of a slot is the server's unfinished-request count; counter 1
+    holds its queued prompt tokens when the tokens are shared (else it
+    stays 0). A server writes only its own slot; a reader sums
+    counter 0 (or counter 1) of every slot, one slot at a time.
+    """
+
+    # ADM-STATS-4: no lock -- one writer per slot, each slot its own cache line.
+    # ADM-LAYOUT-1: one slot is one cache line of 8-byte counters.
+    CACHE_LINE_BYTES: Final = 64
+    COUNTER_BYTES: Final = 8
+    COUNTERS_PER_SLOT: Final = CACHE_LINE_BYTES // COUNTER_BYTES
+
+    # ADM-LAYOUT-3: the counters of a slot.
+    REQUEST_COUNT: Final = 0
+    QUEUED_TOKENS: Final = 1
+
+    @icontract.require(
+        lambda client_count: is_int_at_least(client_count, 1),
+        "ADM-STATS-1: client_count is an int >= 1",
+        error=ValueError,
+    )
+    @icontract.require(
+        lambda client_count, client_index: is_index(client_index, client_count),
+        "ADM-STATS-1: 0 <= client_index < client_count",
+        error=ValueError,
+    )
+    @icontract.require(
+        lambda counters, client_count: _buffer_holds(counters, client_count),
+        "ADM-STATS-1: the buffer holds num_counters(client_count) counters",
+        error=ValueError,
+    )
+    def __init__(
+        self, counters: AdmissionCounterBuffer, client_count: int, client_index: int
+    ) -> None:
+        # ADM-STATS-1: the checks also run under `python -O` (no contracts).
+        if not is_int_at_least(client_count, 1):
+            raise ValueError(f"ADM-STATS-1: client_count must be an int >= 1, got {client_count!r}")
+        if not is_index(client_index, client_count):
+            raise ValueError(
+                f"ADM-STATS-1: client_index must satisfy 0 <= client_index < {client_count}, "
+                f"got {client_index!r}"
+            )
+        length = _buffer_length(counters)
+        needed = self.num_counters(client_count)
+        if length is not None and length < needed:
+            raise ValueError(
+                f"ADM-STATS-1: the buffer holds {length} counters, "
+                f"{client_count} servers need {needed}"
+            )
+        self._counters = counters
+        self._client_count = client_count
+        self._client_index = client_index
+        self._slot_offset = client_index * self.COUNTERS_PER_SLOT
+        # ADM-CTL-11: precomputed once; None for buffers that keep the stepwise read.
+        self._request_view = _strided_counter_view(counters, client_count, self.REQUEST_COUNT)
+        self._token_view = _strided_counter_view(counters, client_count, self.QUEUED_TOKENS)
+
+    @property
+    def reads_in_one_pass(self) -> bool:
+        """Whether a whole pass reads every slot in one C-level pass."""  # ADM-CTL-11
+        return self._request_view is not None
+
+    def _read_all_slots(self, counter: int = 0) -> list[int]:
+        """Counter `counter` of every slot, in index order, as one pass reads it.
+
+        In one C-level pass over a C-level buffer, else one `read_slot` /
+        `read_tokens_slot` per slot. A negative value raises `AdmissionCounterError`.
+        """
+        view = self._request_view if counter == self.REQUEST_COUNT else self._token_view
+        if view is None:
+            return [self._read(index, counter) for index in range(self._client_count)]
+        return _checked_counts(view.tolist(), counter)
+
+    @classmethod
+    @icontract.require(
+        lambda client_count: is_int_at_least(client_count, 1),
+        "ADM-LAYOUT-2: client_count is an int >= 1",
+        error=ValueError,
+    )
+    @icontract.ensure(
+        lambda cls, client_count, result: result == client_count * cls.COUNTERS_PER_SLOT,
+        "ADM-LAYOUT-2: one slot of COUNTERS_PER_SLOT counters per server",
+    )
+    def num_counters(cls, client_count: int) -> int:
+        """How many counters `client_count` servers need."""
+        if not is_int_at_least(client_count, 1):
+            raise ValueError(
+                f"ADM-LAYOUT-2: client_count must be an int >= 1, got {client_count!r}"
+            )
+        return client_count * cls.COUNTERS_PER_SLOT
+
+    @classmethod
+    @icontract.snapshot(lambda client_addresses: dict(client_addresses or {}), name="config")
+    @icontract.ensure(
+        lambda client_addresses, OLD: dict(client_addresses or {}) == OLD.config,
+        "ADM-RISK-3: reading the config never changes it",
+    )
+    def from_config(
+        cls,
+        client_addresses: Mapping[str, Any] | None,
+        client_count: int,
+        client_index: int,
+    ) -> SharedAdmissionStats | None:
+        """The stats named by vLLM 0.30.0's config key, or None when absent.
+
+        vLLM 0.30.0 pops `"mp_admission_counters"` from the dict that is later
+        handed to the engine client, so the order of construction matters;
+        this reads it and leaves the mapping untouched.
+        """
+        if client_addresses is None:
+            return None
+        counters = client_addresses.get(CONFIG_KEY)
+        if counters is None:
+            return None
+        return cls(counters, client_count, client_index)
+
+    @property
+    def counters(self) -> AdmissionCounterBuffer:
+        """The shared buffer."""
+        return self._counters
+
+    @property
+    def client_count(self) -> int:
+        """How many servers share the buffer."""
+        return self._client_count
+
+    @property
+    def client_index(self) -> int:
+        """The index of this server's slot."""
+        return self._client_index
+
+    @property
+    def slot_offset(self) -> int:
+        """The index of counter 0 of this server's slot."""
+        return self._slot_offset
+
+    @_slot_read("ADM-STATS-3", "count")
+    def read_slot(self, client_index: int) -> int:
+        """Counter 0 of slot `client_index`: exactly one `__getitem__`.
+
+        A negative value (or a non-integer) raises `AdmissionCounterError`; an index
+        out of range is an `IndexError`, under `python -O` too.
+        """
+        self._check_slot_index(client_index)
+        return self._read(client_index, self.REQUEST_COUNT)
+
+    def _check_slot_index(self, client_index: object) -> None:
+        """The index check of the one-slot reads, kept under `python -O`: a negative index
+        would silently read another server's slot from the end of the buffer."""
+        if not is_index(client_index, self._client_count):
+            raise IndexError(
+                f"ADM-STATS-3: slot index {client_index!r} is not in range({self._client_count})"
+            )
+
+    def _read(self, client_index: int, counter: int) -> int:
+        """One `__getitem__` of counter `counter` of slot `client_index`, checked."""
+        value = self._counters[client_index * self.COUNTERS_PER_SLOT + counter]
+        if (type(value) is not int and not is_int(value)) or value < 0:
+            raise AdmissionCounterError(
+                f"ADM-CTL-8: slot {client_index} counter {counter} holds {value!r}, not a count; "
+                "refusing to decide on a corrupt counter"
+            )
+        return value
+
+    @_slot_read("ADM-TOK-2", "token count")
+    def read_tokens_slot(self, client_index: int) -> int:
+        """Counter 1 of slot `client_index` (its queued tokens): exactly one `__getitem__`.
+
+        A negative value (or a non-integer) raises `AdmissionCounterError`; an index
+        out of range is an `IndexError`, under `python -O` too.
+        """
+        self._check_slot_index(client_index)
+        return self._read(client_index, self.QUEUED_TOKENS)
+
+    @icontract.require(
+        lambda count: is_int_at_least(count, 0),
+        "ADM-TOK-1: a token count is an int >= 0",
+        error=ValueError,
+    )
+    @icontract.snapshot(lambda self: _whole_buffer(self.counters), name="buffer")
+    @icontract.ensure(
+        lambda self, count, OLD: _only_own_counter_changed(
+            self, count, OLD.buffer, SharedAdmissionStats.QUEUED_TOKENS
+        ),
+        "ADM-TOK-1: a token write changes counter 1 of the writer's own slot and nothing else",
+    )
+    def set_num_queued_tokens(self, count: int) -> None:
+        """Write this server's queued prompt tokens to counter 1 of its own slot."""
+        if not is_int_at_least(count, 0):
+            raise ValueError(f"ADM-TOK-1: a token count must be an int >= 0, got {count!r}")
+        self._counters[self._slot_offset + self.QUEUED_TOKENS] = count
+
+    @icontract.ensure(lambda result: result >= 0, "ADM-TOK-2: the sum is never negative")
+    @icontract.ensure(
+        lambda self, result: _is_the_sum_of(self, result, SharedAdmissionStats.QUEUED_TOKENS),
+        "ADM-TOK-2: the sum equals the sum of counter 1 of every slot",
+    )
+    def get_num_queued_tokens(self) -> int:
+        """The global queued prompt tokens: counter 1 of every slot, read one at a time.
+
+        Not a snapshot: other servers may write between two reads.
+        """
+        return self._sum_counter(self.QUEUED_TOKENS)
+
+    @icontract.require(
+        lambda count: is_int_at_least(count, 0),
+        "ADM-STATS-2: a count is an int >= 0",
+        error=ValueError,
+    )
+    @icontract.snapshot(lambda self: _whole_buffer(self.counters), name="buffer")
+    @icontract.ensure(
+        lambda self, count, OLD: _only_own_counter_changed(self, count, OLD.buffer),
+        "ADM-STATS-2: a write changes counter 0 of the writer's own slot and nothing else",
+    )
+    def set_num_requests(self, count: int) -> None:
+        """Write this server's unfinished count to counter 0 of its own slot."""
+        if not is_int_at_least(count, 0):
+            raise ValueError(f"ADM-STATS-2: a count must be an int >= 0, got {count!r}")
+        self._counters[self._slot_offset + self.REQUEST_COUNT] = count
+
+    @icontract.ensure(lambda result: result >= 0, "ADM-STATS-3: the sum is never negative")
+    @icontract.ensure(
+        lambda self, result: _is_the_sum_of(self, result, SharedAdmissionStats.REQUEST_COUNT),
+        "ADM-STATS-3: the sum equals the sum of counter 0 of every slot",
+    )
+    def get_num_requests(self) -> int:
+        """The global unfinished count: counter 0 of every slot, read one at a time.
+
+        Not a snapshot: other servers may write between two reads.
+        """
+        return self._sum_counter(self.REQUEST_COUNT)
+
+    def _sum_counter(self, counter: int) -> int:
+        """Counter `counter` of every slot, summed as a check reads it.
+
+        Over a C-level buffer one C-level pass; else one `read_slot` (or
+        `read_tokens_slot`) per slot, in index order, folded by `protocol.Check`.
+        """
+        requests = counter == self.REQUEST_COUNT
+        view = self._request_view if requests else self._token_view
+        if view is not None:
+            return _read_in_one_pass(view, counter)  # ADM-CTL-11
+        read = self.read_slot if requests else self.read_tokens_slot
+        check = protocol.Check(n=0)
+        while not check.done(self._client_count):
+            check = check.read(read(check.next_slot))
+        return check.view
+
+
+@icontract.require(
+    lambda num_servers: is_int_at_least(num_servers, 1),
+    "ADM-ALLOC-1: num_servers is an int >= 1",
+    error=ValueError,
+)
+@icontract.require(
+    lambda max_num_queued_reqs: is_limit(max_num_queued_reqs),
+    "ADM-ALLOC-1: max_num_queued_reqs is None or an int >= 0",
+    error=ValueError,
+)
+@icontract.require(
+    lambda max_num_queued_tokens: is_limit(max_num_queued_tokens),
+    "ADM-TOK-6: max_num_queued_tokens is None or an int >= 0",
+    error=ValueError,
+)
+@icontract.ensure(
+    lambda num_servers, max_num_queued_reqs, max_num_queued_tokens, result: (
+        (result is None)
+        == (num_servers == 1 or (max_num_queued_reqs is None and max_num_queued_tokens is None))
+    ),
+    "ADM-ALLOC-1, ADM-TOK-6: a buffer only for several servers with a request or token limit",
+)
+@icontract.ensure(
+    lambda num_servers, result: (
+        result is None
+        or (
+            len(result) == SharedAdmissionStats.num_counters(num_servers)
+            and all(value == 0 for value in result)
+        )
+    ),
+    "ADM-ALLOC-1: num_counters(num_servers) counters, all zero",
+)
+def allocate_admission_counters(
+    num_servers: int, max_num_queued_reqs: int | None, max_num_queued_tokens: int | None = None
+) -> Any:
+    """The shared counter array of `num_servers` servers, or None.
+
+    A zeroed `multiprocessing.RawArray("q", num_counters(num_servers))` (8-byte
+    signed counters, no lock: each server writes only its own slot) when there
+    are several servers and a request or a token limit; otherwise None, and
+    then no shared-memory path runs at all.
+    """
+    if not is_int_at_least(num_servers, 1):
+        raise ValueError(f"ADM-ALLOC-1: num_servers must be an int >= 1, got {num_servers!r}")
+    if not is_limit(max_num_queued_reqs):
+        raise ValueError(
+            f"ADM-ALLOC-1: max_num_queued_reqs must be None or an int >= 0, "
+            f"got {max_num_queued_reqs!r}"
+        )
+    if not is_limit(max_num_queued_tokens):
+        raise ValueError(
+            f"ADM-TOK-6: max_num_queued_tokens must be None or an int >= 0, "
+            f"got {max_num_queued_tokens!r}"
+        )
+    if num_servers == 1 or (max_num_queued_reqs is None and max_num_queued_tokens is None):
+        return None
+    context = multiprocessing.get_context("spawn")
+    return context.RawArray("q", SharedAdmissionStats.num_counters(num_servers))

@@ -1,0 +1,480 @@
+"""Per-server bookkeeping of unfinished requests (vLLM's `OutputProcessor` role).
+
+Models the request bookkeeping of `vllm/v1/engine/output_processor.py`
+(`OutputProcessor.add_request`, `abort_requests`, `_finish_request`,
+`get_num_unfinished_requests`, `get_num_queued_tokens`,
+`_update_admission_stats`) and the fan-out of parallel sampling in
+`vllm/v1/engine/async_llm.py` / `vllm/v1/engine/parallel_sampling.py`.
+
+Deliberate divergences from vLLM:
+
+* `add` registers all `n` children of a parallel-sampling request in one call,
+  all or nothing; vLLM 0.30.0 registers them one at a time with an
+  `await` between two children, which lets a second check pass in between
+  (vLLM 0.33.0 registers them all before its first `await`, as here).
+* Ids are checked: an id already tracked (as a request or as a parent) is a
+  `ValueError` and nothing changes; vLLM 0.30.0 treats a known id as a streaming
+  update. Streaming input is not modelled.
+* There is no separate external-id map: the external id is the request id,
+  which names the request (n == 1) or the parent of its children (n > 1).
+* The slot refresh writes `unfinished + reserved`, where `reserved` counts the
+  write-then-check reservations (`mode="write-then-check"`); vLLM 0.30.0 has
+  no reservations, so the slot is just the unfinished count there too.
+* `finish` of an unknown id is a `KeyError` (vLLM 0.30.0's `_finish_request` is
+  private and only called on known states).
+* With `share_tokens` the tracker also writes its queued prompt tokens (plus
+  token reservations) to counter 1 of its slot after `add`, `prefill_done`,
+  `finish` and `abort`; vLLM 0.30.0 keeps the token count in the
+  process (`get_num_queued_tokens`) and writes no counter 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import icontract
+
+from queueref import config
+from queueref.admission.shared_stats import SharedAdmissionStats, is_private_buffer
+from queueref.validators import is_int_at_least
+
+
+def child_request_id(request_id: str, index: int) -> str:
+    """The id of child `index` of a parallel-sampling request, as vLLM names it."""
+    return f"{index}_{request_id}"
+
+
+def child_request_ids(request_id: str, n: int) -> list[str]:
+    """The internal ids of a request of `n` samples: itself for n == 1, else n children."""
+    if n == 1:
+        return [request_id]
+    return [child_request_id(request_id, index) for index in range(n)]
+
+
+@dataclass
+class _RequestState:
+    """One internal request: its parent (if a child) and its prompt length."""
+
+    parent_id: str | None
+    num_prompt_tokens: int
+    is_prefilling: bool = True
+
+
+def _consistent(tracker: RequestTracker) -> bool:
+    """The whole-structure invariant: caches equal the traversal."""
+    states = tracker._states
+    queued = sum(state.num_prompt_tokens for state in states.values() if state.is_prefilling)
+    if queued != tracker._queued_tokens:
+        return False
+    for parent_id, children in tracker._parents.items():
+        if not children or parent_id in states:
+            return False
+        for child_id in children:
+            state = states.get(child_id)
+            if state is None or state.parent_id != parent_id:
+                return False
+    return all(
+        state.parent_id is None or request_id in tracker._parents.get(state.parent_id, ())
+        for request_id, state in states.items()
+    )
+
+
+def _own_slot_current(tracker: RequestTracker) -> bool:
+    """The own slot holds unfinished + reserved (checked on private buffers only)."""
+    stats = tracker.shared_stats
+    if stats is None or not is_private_buffer(stats.counters):
+        return True
+    return bool(
+        stats.counters[stats.slot_offset + stats.REQUEST_COUNT]
+        == tracker.get_num_unfinished_requests() + tracker.num_reserved
+    )
+
+
+def _own_tokens_current(tracker: RequestTracker) -> bool:
+    """Counter 1 holds queued + reserved tokens when shared, else 0 (private buffers only)."""
+    stats = tracker.shared_stats
+    if stats is None or not is_private_buffer(stats.counters):
+        return True
+    expected = (
+        tracker.get_num_queued_tokens() + tracker.num_reserved_tokens
+        if tracker.shares_tokens
+        else 0
+    )
+    return bool(stats.counters[stats.slot_offset + stats.QUEUED_TOKENS] == expected)
+
+
+@icontract.invariant(
+    lambda self: (
+        self.num_reserved >= 0
+        and self.get_num_queued_tokens() >= 0
+        and self.num_reserved_tokens >= 0
+    ),
+    "ADM-TRK-7, ADM-TOK-5: counts are never negative",
+)
+@icontract.invariant(
+    lambda self: not config.deep_checks() or _consistent(self),
+    "ADM-TRK-6: the cached counts equal the tracked requests",
+)
+class RequestTracker:
+    """The unfinished requests of one API server, and its slot refresh.
+
+    The slot of the server is refreshed at exactly three exits -- `add`,
+    `abort` and `finish` -- plus the reservation writes of write-then-check
+    (`reserve`, `release_reservation`). Without shared stats nothing is
+    written anywhere. With `share_tokens=True` (or after `share_tokens()`)
+    counter 1 of the slot holds the queued prompt tokens too.
+    """
+
+    def __init__(
+        self, shared_stats: SharedAdmissionStats | None = None, *, share_tokens: bool = False
+    ) -> None:
+        self._stats = shared_stats
+        self._states: dict[str, _RequestState] = {}
+        self._parents: dict[str, dict[str, None]] = {}  # parent -> live children, ordered
+        self._queued_tokens = 0
+        self._reserved = 0
+        self._reserved_tokens = 0
+        self._shares_tokens = False
+        if share_tokens:
+            self.share_tokens()
+
+    @property
+    def shares_tokens(self) -> bool:
+        """Whether counter 1 of the own slot holds the queued tokens."""
+        return self._shares_tokens
+
+    @property
+    def num_reserved_tokens(self) -> int:
+        """Token reservations written by write-then-check checks, not yet registered."""
+        return self._reserved_tokens
+
+    @icontract.require(
+        lambda self: self.shared_stats is not None,
+        "ADM-TOK-1: only a tracker with shared stats can share its tokens",
+        error=ValueError,
+    )
+    @icontract.ensure(lambda self: self.shares_tokens, "ADM-TOK-1: the tokens are shared")
+    @icontract.ensure(
+        lambda self: _own_tokens_current(self), "ADM-TOK-1: counter 1 holds the queued tokens"
+    )
+    def share_tokens(self) -> None:
+        """From now on write the queued tokens to counter 1 of the own slot; writes it now."""
+        if self._stats is None:
+            raise ValueError("ADM-TOK-1: a tracker without shared stats cannot share its tokens")
+        self._shares_tokens = True
+        self._refresh_tokens()
+
+    @property
+    def shared_stats(self) -> SharedAdmissionStats | None:
+        """The shared counters this tracker refreshes, or None."""
+        return self._stats
+
+    @property
+    def num_reserved(self) -> int:
+        """Reservations written by write-then-check checks, not yet registered."""
+        return self._reserved
+
+    def get_num_unfinished_requests(self) -> int:
+        """The number of internal requests not finished or aborted."""
+        return len(self._states)
+
+    def get_num_queued_tokens(self) -> int:
+        """The prompt tokens of the requests still in prefill."""
+        return self._queued_tokens
+
+    def has_request(self, request_id: str) -> bool:
+        """Whether `request_id` is a tracked internal request or parent."""
+        return request_id in self._states or request_id in self._parents
+
+    def request_ids(self) -> list[str]:
+        """The internal ids tracked, in registration order."""
+        return list(self._states)
+
+    def children_of(self, request_id: str) -> list[str]:
+        """The internal ids an abort of `request_id` would end."""
+        if request_id in self._parents:
+            # O(k): the parent's live children, in registration order.
+            return list(self._parents[request_id])
+        if request_id in self._states:
+            return [request_id]
+        return []
+
+    def _refresh(self) -> None:
+        """Write this server's count to its own slot."""
+        if self._stats is not None:
+            self._stats.set_num_requests(len(self._states) + self._reserved)
+        self._refresh_tokens()
+
+    def _refresh_tokens(self) -> None:
+        """Write this server's queued + reserved tokens to counter 1, when they are shared."""
+        if self._stats is not None and self._shares_tokens:
+            self._stats.set_num_queued_tokens(self._queued_tokens + self._reserved_tokens)
+
+    def check_new_request(self, request_id: str, n: int = 1, num_prompt_tokens: int = 1) -> None:
+        """Raise `ValueError` when `add(request_id, n, num_prompt_tokens)` would."""
+        if not isinstance(request_id, str):
+            raise ValueError(f"ADM-TRK-1: a request id is a str, got {request_id!r}")
+        if not is_int_at_least(n, 1):
+            raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
+        if not is_int_at_least(num_prompt_tokens, 0):
+            raise ValueError(
+                f"ADM-TRK-4: num_prompt_tokens must be an int >= 0, got {num_prompt_tokens!r}"
+            )
+        ids = child_request_ids(request_id, n)
+        taken = [rid for rid in {request_id, *ids} if self.has_request(rid)]
+        if taken:
+            raise ValueError(f"ADM-TRK-1: ids already tracked: {sorted(taken)}")
+
+    @icontract.snapshot(lambda self: self.get_num_unfinished_requests(), name="unfinished")
+    @icontract.snapshot(lambda self: self.num_reserved, name="reserved")
+    @icontract.snapshot(lambda self: self.get_num_queued_tokens(), name="tokens")
+    @icontract.ensure(
+        lambda self, n, OLD: self.get_num_unfinished_requests() == OLD.unfinished + n,
+        "ADM-TRK-1: all n children are registered",
+    )
+    @icontract.ensure(
+        lambda self, n, num_prompt_tokens, OLD: (
+            self.get_num_queued_tokens() == OLD.tokens + n * num_prompt_tokens
+        ),
+        "ADM-TRK-4: every child queues its prompt tokens",
+    )
+    @icontract.ensure(
+        lambda self, n, OLD: self.num_reserved == OLD.reserved - min(OLD.reserved, n),
+        "ADM-TRK-7: a registration takes over outstanding reservations",
+    )
+    @icontract.ensure(
+        lambda request_id, n, result: result == child_request_ids(request_id, n),
+        "ADM-TRK-1: the internal ids are the request id, or 0_id .. (n-1)_id",
+    )
+    @icontract.snapshot(lambda self: self.num_reserved_tokens, name="reserved_tokens")
+    @icontract.ensure(
+        lambda self, n, num_prompt_tokens, OLD: (
+            self.num_reserved_tokens
+            == OLD.reserved_tokens - min(OLD.reserved_tokens, n * num_prompt_tokens)
+        ),
+        "ADM-TOK-5: a registration takes over outstanding token reservations",
+    )
+    @icontract.ensure(lambda self: _own_slot_current(self), "ADM-TRK-5: add refreshes the slot")
+    @icontract.ensure(
+        lambda self: _own_tokens_current(self), "ADM-TOK-1: add writes the queued tokens"
+    )
+    def add(self, request_id: str, n: int = 1, num_prompt_tokens: int = 1) -> list[str]:
+        """Register a request of `n` parallel samples, all or nothing.
+
+        Returns the internal ids: `[request_id]` for n == 1, otherwise the
+        children `0_<id>` .. `<n-1>_<id>` under the parent `request_id`. Each
+        is in prefill with `num_prompt_tokens` prompt tokens. Up to `n`
+        outstanding reservations become the real count, then the
+        slot is refreshed. Nothing changes when it raises.
+        """
+        self.check_new_request(request_id, n, num_prompt_tokens)
+        ids = child_request_ids(request_id, n)
+        parent_id = request_id if n > 1 else None
+        for rid in ids:
+            self._states[rid] = _RequestState(parent_id, num_prompt_tokens)
+        if parent_id is not None:
+            self._parents[parent_id] = dict.fromkeys(ids)
+        self._queued_tokens += n * num_prompt_tokens
+        # ADM-TRK-7: the reservation of a write-then-check admission becomes the real count.
+        self._reserved -= min(self._reserved, n)
+        self._reserved_tokens -= min(self._reserved_tokens, n * num_prompt_tokens)
+        self._refresh()
+        return ids
+
+    def _drop(self, request_id: str) -> None:
+        """Forget one internal request and, with its last child, its parent."""
+        state = self._states.pop(request_id)
+        if state.is_prefilling:
+            self._queued_tokens -= state.num_prompt_tokens
+        if state.parent_id is not None:
+            children = self._parents[state.parent_id]
+            children.pop(request_id, None)
+            if not children:
+                del self._parents[state.parent_id]
+
+    @icontract.snapshot(lambda self: self.get_num_unfinished_requests(), name="unfinished")
+    @icontract.ensure(
+        lambda self, result, OLD: (
+            self.get_num_unfinished_requests() == OLD.unfinished - len(result)
+        ),
+        "ADM-TRK-2: exactly the returned requests are gone",
+    )
+    @icontract.ensure(
+        lambda self, result: not any(self.has_request(rid) for rid in result),
+        "ADM-TRK-2: an aborted request is no longer tracked",
+    )
+    @icontract.ensure(lambda self: _own_slot_current(self), "ADM-TRK-5: abort refreshes the slot")
+    @icontract.ensure(
+        lambda self: _own_tokens_current(self), "ADM-TOK-1: abort writes the queued tokens"
+    )
+    def abort(self, request_ids: str | Iterable[str]) -> list[str]:
+        """Abort requests; a parent id cascades to its remaining children.
+
+        Accepts one id or several, each an internal id or a parent id; unknown
+        ids are ignored (as vLLM 0.30.0). Returns the internal ids ended, then
+        refreshes the slot, even when nothing was aborted.
+        """
+        wanted = [request_ids] if isinstance(request_ids, str) else list(request_ids)
+        for request_id in wanted:  # validate all first: a bad id must change nothing
+            if not isinstance(request_id, str):
+                raise TypeError(f"ADM-TRK-2: request ids are str, got {request_id!r}")
+        aborted: list[str] = []
+        for request_id in wanted:
+            for rid in self.children_of(request_id):
+                self._drop(rid)
+                aborted.append(rid)
+        self._refresh()
+        return aborted
+
+    @icontract.require(
+        lambda self, request_id: request_id in self._states,
+        "ADM-TRK-3: only a tracked internal request can finish",
+        error=lambda request_id: KeyError(f"ADM-TRK-3: unknown request {request_id!r}"),
+    )
+    @icontract.snapshot(lambda self: self.get_num_unfinished_requests(), name="unfinished")
+    @icontract.ensure(
+        lambda self, OLD: self.get_num_unfinished_requests() == OLD.unfinished - 1,
+        "ADM-TRK-3: finishing ends exactly one internal request",
+    )
+    @icontract.ensure(lambda self: _own_slot_current(self), "ADM-TRK-5: finish refreshes the slot")
+    @icontract.ensure(
+        lambda self: _own_tokens_current(self), "ADM-TOK-1: finish writes the queued tokens"
+    )
+    def finish(self, request_id: str) -> None:
+        """An internal request finished normally; the slot is refreshed."""
+        if request_id not in self._states:
+            raise KeyError(f"ADM-TRK-3: unknown request {request_id!r}")
+        self._drop(request_id)
+        self._refresh()
+
+    @icontract.require(
+        lambda self, request_id: request_id in self._states,
+        "ADM-TRK-4: only a tracked internal request leaves prefill",
+        error=lambda request_id: KeyError(f"ADM-TRK-4: unknown request {request_id!r}"),
+    )
+    @icontract.snapshot(lambda self: self.get_num_unfinished_requests(), name="unfinished")
+    @icontract.snapshot(lambda self: self.get_num_queued_tokens(), name="tokens")
+    @icontract.snapshot(lambda self, request_id: self.prefill_tokens(request_id), name="own")
+    @icontract.ensure(
+        lambda self, OLD: self.get_num_unfinished_requests() == OLD.unfinished,
+        "ADM-TRK-4: leaving prefill is not finishing",
+    )
+    @icontract.ensure(
+        lambda self, OLD: self.get_num_queued_tokens() == OLD.tokens - OLD.own,
+        "ADM-TOK-4: exactly the request's prompt tokens leave the count (once)",
+    )
+    @icontract.ensure(
+        lambda self: _own_tokens_current(self), "ADM-TOK-1: prefill_done writes the queued tokens"
+    )
+    def prefill_done(self, request_id: str) -> None:
+        """The first output arrived: the request's prompt no longer queues.
+
+        Not one of the three exits: counter 0 is not written. With shared tokens
+        counter 1 is. A request already out of prefill is left as it
+        is (vLLM 0.30.0 clears `is_prefilling` on every output); an unknown id is
+        a `KeyError` and nothing changes.
+        """
+        if request_id not in self._states:
+            raise KeyError(f"ADM-TRK-4: unknown request {request_id!r}")
+        state = self._states[request_id]
+        if state.is_prefilling:
+            state.is_prefilling = False
+            self._queued_tokens -= state.num_prompt_tokens
+        self._refresh_tokens()
+
+    def prefill_tokens(self, request_id: str) -> int:
+        """The tokens `prefill_done(request_id)` takes out of the count (0 if out of prefill).
+
+        :raises KeyError: an unknown internal id
+        """
+        state = self._states.get(request_id)
+        if state is None:
+            raise KeyError(f"ADM-TRK-4: unknown request {request_id!r}")
+        return state.num_prompt_tokens if state.is_prefilling else 0
+
+    @icontract.require(
+        lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1", error=ValueError
+    )
+    @icontract.snapshot(lambda self: self.num_reserved, name="reserved")
+    @icontract.ensure(
+        lambda self, n, OLD: self.num_reserved == OLD.reserved + n,
+        "ADM-TRK-7: a reservation adds n",
+    )
+    @icontract.ensure(
+        lambda self: _own_slot_current(self), "ADM-CTL-9: the reservation is in the slot"
+    )
+    def reserve(self, n: int) -> None:
+        """Add `n` to the own slot before reading it: write-then-check."""
+        if not is_int_at_least(n, 1):
+            raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
+        self._reserved += n
+        self._refresh()
+
+    @icontract.require(
+        lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1", error=ValueError
+    )
+    @icontract.require(
+        lambda self, n: n <= self.num_reserved,
+        "ADM-TRK-7: only a held reservation can be given back",
+        error=ValueError,
+    )
+    @icontract.snapshot(lambda self: self.num_reserved, name="reserved")
+    @icontract.ensure(
+        lambda self, n, OLD: self.num_reserved == OLD.reserved - n,
+        "ADM-CTL-6: the rollback removes exactly the reservation",
+    )
+    @icontract.ensure(lambda self: _own_slot_current(self), "ADM-CTL-6: the slot is rolled back")
+    def release_reservation(self, n: int) -> None:
+        """Write a reservation back: the rollback of a rejected check."""
+        if not is_int_at_least(n, 1) or n > self._reserved:
+            raise ValueError(
+                f"ADM-TRK-7: cannot give back {n!r} of {self._reserved} reserved slots"
+            )
+        self._reserved -= n
+        self._refresh()
+
+    @icontract.require(
+        lambda tokens: is_int_at_least(tokens, 0),
+        "ADM-TOK-5: a token reservation is an int >= 0",
+        error=ValueError,
+    )
+    @icontract.snapshot(lambda self: self.num_reserved_tokens, name="reserved")
+    @icontract.ensure(
+        lambda self, tokens, OLD: self.num_reserved_tokens == OLD.reserved + tokens,
+        "ADM-TOK-5: a token reservation adds its tokens",
+    )
+    @icontract.ensure(
+        lambda self: _own_tokens_current(self), "ADM-TOK-5: the token reservation is in counter 1"
+    )
+    def reserve_tokens(self, tokens: int) -> None:
+        """Add `tokens` to counter 1 of the own slot before reading: write-then-check."""
+        if not is_int_at_least(tokens, 0):
+            raise ValueError(f"ADM-TOK-5: tokens must be an int >= 0, got {tokens!r}")
+        self._reserved_tokens += tokens
+        self._refresh_tokens()
+
+    @icontract.require(
+        lambda tokens: is_int_at_least(tokens, 0),
+        "ADM-TOK-5: a token reservation is an int >= 0",
+        error=ValueError,
+    )
+    @icontract.require(
+        lambda self, tokens: tokens <= self.num_reserved_tokens,
+        "ADM-TOK-5: only a held token reservation can be given back",
+        error=ValueError,
+    )
+    @icontract.snapshot(lambda self: self.num_reserved_tokens, name="reserved")
+    @icontract.ensure(
+        lambda self, tokens, OLD: self.num_reserved_tokens == OLD.reserved - tokens,
+        "ADM-TOK-5: the rollback removes exactly the token reservation",
+    )
+    @icontract.ensure(lambda self: _own_tokens_current(self), "ADM-TOK-5: counter 1 is rolled back")
+    def release_token_reservation(self, tokens: int) -> None:
+        """Write a token reservation back: the rollback of a rejected check."""
+        if not is_int_at_least(tokens, 0) or tokens > self._reserved_tokens:
+            raise ValueError(
+                f"ADM-TOK-5: cannot give back {tokens!r} of {self._reserved_tokens} reserved tokens"
+            )
+        self._reserved_tokens -= tokens
+        self._refresh_tokens()

@@ -1,0 +1,241 @@
+"""`queueref experiment`: serve + load for every admission mode, and the table.
+
+For `local`, `check-then-write` and `write-then-check` in turn (`--modes`
+takes the protocols by their names; the deprecated `shared` / `reserve`
+with a note): start N real HTTP server
+processes (`queueref.runtime.http.group`), drive them with the built-in client
+(`queueref.runtime.loadgen`), stop them, and compute the exact maximum global
+in-flight count from the servers' admit/finish records against the mode's
+bound (E2E-EXP-1). `--plot FILE.png` draws global in-flight over time per
+mode against each mode's bound (needs matplotlib; skipped with a note
+otherwise); `--json` prints the rows as JSON (E2E-EXP-2). Output paths are
+checked before any server starts; one progress line per mode goes to stderr
+(E2E-CLI-4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from queueref.cli.args import (
+    add_quiet,
+    duration,
+    exit_codes,
+    finite_float,
+    int_at_least,
+    progress_line,
+    protocol_list,
+    protocol_names,
+    show_progress,
+)
+from queueref.runtime.experiment import (
+    TOKEN_REQUESTS,
+    ModeResult,
+    check_output_path,
+    format_table,
+    plot,
+    run_experiment,
+)
+from queueref.runtime.experiment_nodes import NodesRow, format_rows, run_nodes_experiment
+from queueref.runtime.http.group import SERVE_PROTOCOLS, TOKEN_RULES, PortInUseError
+from queueref.runtime.loadgen import LoadError
+
+HELP = "run serve + load for each admission mode and print max global in-flight vs the bound"
+
+EXIT_CODES = exit_codes(
+    "0  every mode stays within its bound and no recorded decision is forbidden",
+    "1  a bound is broken or a recorded decision is forbidden",
+    "2  bad usage, a port in use, an unwritable --plot or --trace-dir (one line on stderr)",
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--servers", type=int_at_least(1), default=4, help="N, API server processes (4)"
+    )
+    parser.add_argument(
+        "--cap",
+        "--max-num-queued-reqs",
+        dest="cap",
+        type=int_at_least(0),
+        default=10,
+        help="M, max_num_queued_reqs (10)",
+    )
+    parser.add_argument("--concurrency", type=int_at_least(1), default=80, help="clients (80)")
+    parser.add_argument(
+        "--duration", type=duration, default=10.0, help="load per mode, e.g. 5s (10s)"
+    )
+    parser.add_argument(
+        "--service-time-ms",
+        type=finite_float(0.0),
+        default=200.0,
+        help="simulated engine time (200)",
+    )
+    parser.add_argument(
+        "--modes",
+        type=protocol_list("experiment", "--modes", SERVE_PROTOCOLS),
+        default=protocol_names(SERVE_PROTOCOLS),
+        help="comma-separated protocols to run, of "
+        f"{protocol_names(SERVE_PROTOCOLS)} (default: all; deprecated: shared, reserve)",
+    )
+    parser.add_argument(
+        "--port", type=int_at_least(0, 65535), default=0, help="port (default 0: any free port)"
+    )
+    parser.add_argument(
+        "--plot", metavar="FILE.png", default=None, help="draw in-flight vs time, e.g. build/x.png"
+    )
+    parser.add_argument(
+        "--trace-dir",
+        default=None,
+        help="keep each mode's per-server records in DIR/<mode>/server-<i>.jsonl",
+    )
+    parser.add_argument(
+        "--max-num-queued-tokens",
+        dest="max_num_queued_tokens",
+        type=int_at_least(0),
+        default=None,
+        help="Mt: a token-limit run -- the servers cap their queued prompt tokens, the clients "
+        "send mixed prompts with n 1..4, and the table gives the max global queued tokens "
+        "against their bound (default: no token limit)",
+    )
+    parser.add_argument(
+        "--token-rule", choices=TOKEN_RULES, default="ge", help="ge (vLLM 0.30.0) or fits"
+    )
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.add_argument(
+        "--nodes",
+        type=int_at_least(1),
+        default=None,
+        help="K serve groups of --servers each, sharing one cap through --store (ADM-STORE-9)",
+    )
+    parser.add_argument(
+        "--store",
+        choices=["redis"],
+        default=None,
+        help="with --nodes: one real redis-server started for the run, per store protocol",
+    )
+    add_quiet(parser)
+
+
+def _run_nodes(args: argparse.Namespace) -> int:
+    """ADM-STORE-9: one row per store protocol; exit 1 when a bound is broken."""
+    if args.store != "redis":
+        return _fail("--nodes needs --store redis")
+
+    def progress(row: NodesRow) -> None:
+        progress_line(
+            "experiment",
+            f"{row.protocol}: max in flight {row.max_in_flight} (bound {row.bound}), "
+            f"{row.ok} answered 200, {row.busy} answered 503",
+        )
+
+    try:
+        rows = run_nodes_experiment(
+            nodes=args.nodes,
+            servers=args.servers,
+            cap=args.cap,
+            concurrency=args.concurrency,
+            seconds=args.duration,
+            service_time_ms=args.service_time_ms,
+            progress=progress if show_progress(args) else None,
+        )
+    except (LoadError, ValueError, RuntimeError, TimeoutError, OSError) as error:
+        return _fail(str(error))
+    if args.json:
+        print(json.dumps([row.to_json() for row in rows], indent=1))
+    else:
+        print(
+            f"{args.nodes} nodes of {args.servers} API servers, one Redis, cap M={args.cap}, "
+            f"{args.concurrency} clients, {args.duration:g} s per protocol"
+        )
+        print(format_rows(rows))
+    return 0 if all(row.within_bound for row in rows) else 1
+
+
+def _fail(message: str) -> int:
+    print(f"queueref experiment: {message}", file=sys.stderr)
+    return 2
+
+
+def _notes(result: ModeResult) -> list[str]:
+    extra = []
+    if not result.trace.token_bound_holds:
+        extra.append(f"queued tokens {result.max_queued_tokens} > bound {result.token_bound}")
+    if result.trace.violations:
+        extra.append(f"{len(result.trace.violations)} forbidden decision(s)")
+    if result.admitted != result.departed:
+        extra.append(f"{result.admitted - result.departed} admitted slot(s) never finished")
+    if any(result.final_slots):
+        extra.append(f"slots not back to 0: {result.final_slots}")
+    if result.crashed:
+        extra.append(f"crashed servers: {result.crashed}")
+    return extra
+
+
+def run(args: argparse.Namespace) -> int:
+    """E2E-EXP-1, E2E-EXP-2, E2E-CLI-1: print the table; exit 1 when a bound is broken."""
+    if args.nodes is not None or args.store is not None:
+        return _run_nodes(args)
+    modes = list(args.modes)
+    try:
+        # E2E-EXP-2: every output path is checked before any server starts.
+        if args.plot is not None:
+            check_output_path(args.plot)
+        if args.trace_dir is not None:
+            check_output_path(f"{args.trace_dir}/{modes[0].value}/server-0.jsonl")
+    except OSError as error:
+        where = f"{error.filename}: " if error.filename else ""
+        return _fail(f"cannot write {where}{error.strerror or error}")
+
+    def progress(result: ModeResult) -> None:
+        progress_line(
+            "experiment",
+            f"{result.mode}: max in flight {result.max_in_flight} (bound {result.bound}), "
+            f"{result.load.ok} answered 200, {result.load.busy} answered 503",
+        )
+
+    try:
+        results = run_experiment(
+            num_servers=args.servers,
+            cap=args.cap,
+            concurrency=args.concurrency,
+            duration=args.duration,
+            service_time_ms=args.service_time_ms,
+            modes=modes,
+            port=args.port,
+            trace_dir=args.trace_dir,
+            progress=progress if show_progress(args) else None,
+            max_num_queued_tokens=args.max_num_queued_tokens,
+            token_rule=args.token_rule,
+        )
+    except PortInUseError as error:
+        return _fail(str(error.strerror))
+    except (LoadError, ValueError, RuntimeError, TimeoutError, OSError) as error:
+        return _fail(str(error))
+    except KeyboardInterrupt:
+        return _fail("interrupted")
+    plotted = plot(results, args.plot) if args.plot else None
+    if args.json:
+        print(json.dumps([result.to_dict() for result in results], indent=2))
+    else:
+        print(
+            f"{args.servers} API servers, cap M={args.cap}, {args.concurrency} clients, "
+            f"{args.duration:g} s per mode, service time {args.service_time_ms:g} ms"
+            + (
+                f", token cap Mt={args.max_num_queued_tokens} ({args.token_rule}), "
+                f"requests (n, prompt tokens) {list(TOKEN_REQUESTS)}"
+                if args.max_num_queued_tokens is not None
+                else ""
+            )
+        )
+        print(format_table(results))
+        for result in results:
+            if _notes(result):
+                print(f"{result.mode}: " + "; ".join(_notes(result)))
+        if plotted:
+            print(f"plot written to {args.plot}")
+        elif plotted is False:
+            print("matplotlib is not installed: no plot (pip install queueref[plot])")
+    return 0 if all(r.within_bound and r.trace.ok for r in results) else 1

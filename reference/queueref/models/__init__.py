@@ -1,1 +1,0 @@
-"""Small abstract models shared by the implementation, the tests and the proofs."""

@@ -1,0 +1,326 @@
+"""The first-come-first-served queue: `FCFSRequestQueue`, a deque, front at the left.
+
+Models vLLM's `FCFSRequestQueue` (`vllm/v1/core/sched/request_queue.py`,
+0.30.0 and 0.33.0): add appends, prepend puts a request back in front, and
+`prepend_requests` is `deque.extendleft`. Iterating behaves as iterating a
+copy, so the caller may change the queue while iterating; the copy is made
+only by a change while an iterator is alive (`_unshare`). Divergence: removal
+takes the object named even when the request type's `==` says another queued
+request equals it (vLLM 0.30.0 removes with `deque.remove` and a set of the
+requests, which then take the wrong one). The postcondition
+clauses this queue adds to the `RequestQueue` ones are in `_FCFS_POST`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections import deque
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from queueref.queues.base import RequestQueue, _checked_init, _IndexedQueue
+from queueref.queues.checks import (
+    Clause,
+    _deep,
+    _same_items,
+)
+from queueref.request import RequestLike
+
+
+def _fcfs_index_matches(queue: FCFSRequestQueue) -> bool:
+    return all(queue._index.get(r.request_id) is r for r in queue._items)
+
+
+#: RQ-IMPL-1 after every change (and after `__init__`): the cheap half always, the
+#: whole comparison under deep checks. A postcondition clause rather than a class
+#: invariant, which icontract would check before and after every call, reads included.
+_FCFS_STRUCTURE: tuple[Clause, ...] = (
+    (
+        "RQ-IMPL-1: the id index holds exactly the queued requests",
+        lambda q, a, old: len(q._items) == len(q._index),
+    ),
+    _deep(
+        "RQ-IMPL-1: every queued request is indexed by its id",
+        lambda q, a, old: _fcfs_index_matches(q),
+    ),
+)
+
+
+_FCFS_POST: dict[str, tuple[Clause, ...]] = {
+    "add_request": (
+        ("RQ-FCFS-1: add appends", lambda q, r, old: q._items[-1] is r),
+        (
+            "RQ-FCFS-1: add leaves the front where it was",
+            lambda q, r, old: old.head is None or q._items[0] is old.head,
+        ),
+        _deep(
+            "RQ-FCFS-1: add keeps the order of the queued requests",
+            lambda q, r, old: old.items is None or _same_items(q, [*old.items, r]),
+        ),
+    ),
+    "pop_request": (
+        (
+            "RQ-FCFS-2: pop takes the front; the second request becomes the front",
+            lambda q, r, old: old.second is None or q._items[0] is old.second,
+        ),
+        _deep(
+            "RQ-FCFS-2: pop keeps the order of the rest",
+            lambda q, r, old: old.items is None or _same_items(q, old.items[1:]),
+        ),
+    ),
+    "peek_request": (
+        ("RQ-ALL-5: peek is the front", lambda q, r, old: r is q._items[0]),
+        _deep(
+            "RQ-ALL-5: peek does not change the queue",
+            lambda q, r, old: _same_items(q, old.items),
+        ),
+    ),
+    "prepend_request": (
+        ("RQ-FCFS-3: prepend puts it in front", lambda q, r, old: q._items[0] is r),
+        (
+            "RQ-FCFS-3: the old front is now second",
+            lambda q, r, old: old.head is None or q._items[1] is old.head,
+        ),
+        _deep(
+            "RQ-FCFS-3: prepend keeps the order of the queued requests",
+            lambda q, r, old: old.items is None or _same_items(q, [r, *old.items]),
+        ),
+    ),
+    "prepend_requests": (
+        (
+            "RQ-FCFS-4: prepend_requests puts the other queue in front, reversed",
+            lambda q, rs, old: (
+                list(itertools.islice(q._items, len(old.incoming))) == old.incoming[::-1]
+            ),
+        ),
+        _deep(
+            "RQ-FCFS-4: the queued requests follow, in their order",
+            lambda q, rs, old: old.items is None or _same_items(q, old.incoming[::-1] + old.items),
+        ),
+    ),
+    "remove_request": (
+        ("RQ-ALL-6: the request is gone", lambda q, r, old: r not in q),
+        _deep(
+            "RQ-ALL-6: the other requests keep their order",
+            lambda q, r, old: (
+                old.items is None or _same_items(q, [x for x in old.items if x is not r])
+            ),
+        ),
+    ),
+    "remove_requests": (
+        _deep(
+            "RQ-ALL-7: the remaining requests keep their order",
+            lambda q, rs, old: (
+                old.items is None
+                or old.present is None
+                or _same_items(q, [r for r in old.items if all(r is not x for x in old.incoming)])
+            ),
+        ),
+    ),
+}
+
+
+def _without(items: deque[RequestLike], present: list[RequestLike]) -> deque[RequestLike]:
+    """A new deque of `items` without the objects of `present` (all queued, distinct)."""
+    # RQ-REQ-2: by identity. The set lookup tries identity first, so every object of
+    # `present` goes; it also takes a request `==` to one of them, which only a request
+    # type whose `==` holds between different ids makes happen: then the count is off,
+    # and the pass by identity runs instead. An unhashable type takes that pass too.
+    try:
+        kept = deque(itertools.filterfalse(set(present).__contains__, items))
+        if len(kept) == len(items) - len(present):
+            return kept
+    except TypeError:
+        pass
+    gone = {id(request) for request in present}
+    return deque(request for request in items if id(request) not in gone)
+
+
+class FCFSRequestQueue(_IndexedQueue):
+    """First come, first served: a deque, front at the left.
+
+    >>> from queueref import Request
+    >>> q = FCFSRequestQueue()
+    >>> q.add_request(Request("a")); q.add_request(Request("b"))
+    >>> q.prepend_request(Request("p"))
+    >>> [r.request_id for r in q]
+    ['p', 'a', 'b']
+    """
+
+    # The structure first: the other clauses read it. Peek changes nothing here.
+    _post_clauses = {
+        method: (() if method == "peek_request" else _FCFS_STRUCTURE) + clauses
+        for method, clauses in _FCFS_POST.items()
+    }
+
+    @_checked_init(_FCFS_STRUCTURE)
+    def __init__(self, requests: Iterable[RequestLike] = ()) -> None:
+        self._items: deque[RequestLike] = deque()
+        self._index = {}
+        # RQ-FCFS-5: set by __iter__, whose iterator reads the deque itself; the next change
+        # copies the deque first if that iterator is still alive (copy on write).
+        self._iterated = False
+        for request in requests:  # the checks of add_request, without its contracts
+            request_id = self._fast_new_id(request)
+            self._items.append(request)
+            self._index[request_id] = request
+
+    def _unshare(self) -> None:
+        """Before a change after `__iter__`: copy the deque if an iterator still reads it, so
+        that iterator goes on over the queue as it was (as if `__iter__` had copied it)."""
+        self._iterated = False
+        if sys.getrefcount(self._items) > 2:  # more than our attribute and this argument
+            self._items = self._items.copy()
+
+    def _front(self) -> RequestLike | None:
+        return self._items[0] if self._items else None
+
+    def _front_two(self) -> tuple[RequestLike | None, RequestLike | None]:
+        items = self._items
+        size = len(items)
+        return (items[0] if size else None), (items[1] if size > 1 else None)
+
+    def _in_order(self) -> list[RequestLike]:
+        return list(self._items)
+
+    # add_request and prepend_request inline the common case of `_require_new` (exactly
+    # vLLM's field types, a free id): at this size a call costs as much as the check.
+
+    def add_request(self, request: RequestLike) -> None:
+        """Append at the back."""
+        # Implements RQ-FCFS-1.
+        try:
+            request_id = request.request_id
+            arrival_time = request.arrival_time
+            fast = (
+                type(request_id) is str
+                and type(request.priority) is int
+                and type(arrival_time) is float
+                and arrival_time == arrival_time  # not NaN
+                and request_id not in self._index
+            )
+        except AttributeError:
+            fast = False
+        if not fast:
+            self._require_new(request)
+            request_id = request.request_id
+        if self._iterated:
+            self._unshare()
+        self._items.append(request)
+        self._index[request_id] = request
+
+    def pop_request(self) -> Any:
+        """Remove and return the front.
+
+        :raises IndexError: the queue is empty
+        """
+        # Implements RQ-FCFS-2, RQ-ALL-4.
+        if self._iterated:
+            self._unshare()
+        try:
+            request = self._items.popleft()
+        except IndexError:
+            raise IndexError("RQ-ALL-4: pop from an empty queue") from None
+        del self._index[request.request_id]
+        return request
+
+    def peek_request(self) -> Any:
+        """The front, left in place.
+
+        :raises IndexError: the queue is empty
+        """
+        # Implements RQ-ALL-5.
+        try:
+            return self._items[0]
+        except IndexError:
+            raise IndexError("RQ-ALL-5: peek from an empty queue") from None
+
+    def prepend_request(self, request: RequestLike) -> None:
+        """Insert at the front (a preempted request resumes first)."""
+        # Implements RQ-FCFS-3.
+        try:
+            request_id = request.request_id
+            arrival_time = request.arrival_time
+            fast = (
+                type(request_id) is str
+                and type(request.priority) is int
+                and type(arrival_time) is float
+                and arrival_time == arrival_time  # not NaN
+                and request_id not in self._index
+            )
+        except AttributeError:
+            fast = False
+        if not fast:
+            self._require_new(request)
+            request_id = request.request_id
+        if self._iterated:
+            self._unshare()
+        self._items.appendleft(request)
+        self._index[request_id] = request
+
+    def prepend_requests(self, requests: RequestQueue) -> None:
+        """Put `requests` in front, in reverse of their iteration order.
+
+        This is vLLM's `deque.extendleft`: each request in turn goes to the
+        front, so the last one iterated ends up first. The scheduler relies on
+        it: requests skipped in a step are gathered with `prepend_request`
+        (which reverses them once), then moved with `prepend_requests` (which
+        reverses them back).
+        """
+        # Implements RQ-FCFS-4.
+        incoming, by_id = self._incoming(requests)
+        if self._iterated:
+            self._unshare()
+        self._items.extendleft(incoming)
+        self._index.update(by_id)
+
+    def remove_request(self, request: RequestLike) -> None:
+        """Remove one queued request (O(1) to find out it is absent).
+
+        :raises ValueError: the request is not in the queue
+        """
+        # Implements RQ-ALL-6.
+        self._require_present(request)
+        if self._iterated:
+            self._unshare()
+        self._remove_object(request)
+        del self._index[request.request_id]
+
+    def _remove_object(self, request: RequestLike) -> None:
+        # RQ-REQ-2: remove this object. `deque.index` finds the first request that is it
+        # or `==` it: the same unless the request type's `==` holds between requests with
+        # different ids (vLLM 0.30.0's `deque.remove` would then take the wrong one).
+        items = self._items
+        position = items.index(request)
+        if items[position] is not request:
+            position = next(i for i, queued in enumerate(items) if queued is request)
+        del items[position]
+
+    def remove_requests(self, requests: Iterable[RequestLike]) -> None:
+        """Remove every named request that is queued; ignore the rest."""
+        # Implements RQ-ALL-7.
+        present = self._present(requests)
+        if not present:
+            return
+        # Both in C-level passes: the ids out of the index, and one pass over the deque
+        # that hashes identities (RQ-REQ-2), as vLLM does. A new deque, so an iterator
+        # over the old one is left as it was.
+        index = self._index
+        for request_id in present:
+            del index[request_id]
+        if len(present) == 1:
+            if self._iterated:
+                self._unshare()
+            self._remove_object(*present.values())
+        else:
+            self._iterated = False
+            self._items = _without(self._items, list(present.values()))
+
+    def __iter__(self) -> Iterator[Any]:
+        """Front to back, over the queue as it is now: a change made
+        while iterating copies the deque first (`_unshare`), so the caller may change the
+        queue meanwhile."""
+        # Implements RQ-FCFS-5, RQ-ALL-9.
+        self._iterated = True
+        return iter(self._items)

@@ -1,0 +1,335 @@
+"""The ASGI app of one API server: completions, metrics, health (E2E-SRV-2, E2E-SRV-3).
+
+Models the completion route of vLLM 0.30.0's OpenAI-compatible server
+(`vllm/entrypoints/openai/api_server.py`): the body is read as
+`queueref.runtime.http.wire` states, the request is admitted with its real `n`
+(`AsyncLLM.check_admission(n)`) and its prompt length, answered 503 with vLLM's body when the
+queue is full, and aborted when its client disconnects (vLLM 0.30.0's
+`with_cancellation` in `vllm/entrypoints/serve/utils/api_utils.py` races the
+handler against `http.disconnect` and cancels it, which aborts the request).
+
+Deliberate divergences from vLLM: the engine is simulated (an admitted
+request is held for the service time, with jitter; its prefill is done after
+`prefill_ms`, then it is finished); the app is plain ASGI, not FastAPI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable
+from http import HTTPStatus
+from typing import Any
+
+from queueref.admission.controller import AdmissionRejected, SharedAdmissionStats
+from queueref.admission.front import APIServer
+from queueref.runtime.http.store import StoreFront
+from queueref.runtime.http.wire import (
+    COMPLETION_PATHS,
+    MAX_BODY_BYTES,
+    BadRequest,
+    busy_body,
+    parse_completion_body,
+    status_body,
+)
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+#: The method each path answers; any other method is 405 (E2E-SRV-5).
+_METHODS = {**{path: "POST" for path in COMPLETION_PATHS}, "/metrics": "GET", "/health": "GET"}
+
+
+class ClientGone(Exception):
+    """The client closed the connection before the answer (E2E-SRV-6)."""
+
+
+class CompletionApp:
+    """The ASGI app of one API server (E2E-SRV-2, E2E-SRV-3, E2E-SRV-5, E2E-SRV-6).
+
+    `POST /v1/completions` parses the body (400 for a bad one), admits the
+    request with its `n` (check + registration, no await between:
+    ADM-FRONT-1), holds it for the service time, finishes every child and
+    answers 200; a rejection answers 503 with `busy_body`; a client that
+    disconnects while its request is held gets it aborted at once.
+    `GET /metrics` is Prometheus text; `GET /health` answers 200.
+    """
+
+    def __init__(
+        self,
+        api: APIServer,
+        *,
+        service_time_ms: float,
+        prefill_ms: float = 0.0,
+        jitter: float = 0.2,
+        display: SharedAdmissionStats | None = None,
+        global_view: SharedAdmissionStats | None = None,
+        mode: str = "shared",
+        seed: int | None = None,
+        id_prefix: str | None = None,
+        restarts: Callable[[], list[dict[str, int]]] | None = None,
+        store: StoreFront | None = None,
+    ) -> None:
+        self._api = api
+        self._store = store  # serve --store: admission through the multi-node store
+        self._service = service_time_ms / 1000.0
+        self._prefill = prefill_ms / 1000.0
+        self._jitter = jitter
+        self._display = display
+        self._global = global_view
+        self._mode = mode
+        self._ids = itertools.count()
+        self._random = random.Random(seed)
+        self._prefix = id_prefix if id_prefix is not None else f"cmpl-{api.server_index}"
+        self._restarts = restarts
+        self.admitted = 0
+        self.rejected = 0
+        self.aborted = 0
+        self.bad_requests = 0
+
+    @property
+    def api(self) -> APIServer:
+        """The server's admission front."""
+        return self._api
+
+    def _mirror(self) -> None:
+        """Local mode: show this server's count in its display slot (never read by admission)."""
+        if self._display is not None:
+            self._display.set_num_requests(self._api.tracker.get_num_unfinished_requests())
+            self._display.set_num_queued_tokens(self._api.tracker.get_num_queued_tokens())
+
+    def global_running(self) -> int:
+        """The global count read from the shared counters (the own count without them)."""
+        if self._store is not None:
+            return self._store.last_view  # the global count the last check read
+        if self._global is not None:
+            return self._global.get_num_requests()
+        return self._api.tracker.get_num_unfinished_requests()
+
+    def global_queued_tokens(self) -> int:
+        """The global queued prompt tokens from the shared counters (the own without them)."""
+        if self._global is not None:
+            return self._global.get_num_queued_tokens()
+        return self._api.controller.read_queued_tokens()
+
+    def metrics_text(self) -> str:
+        """Prometheus text exposition of this server's and the global count (E2E-SRV-3)."""
+        index = self._api.server_index
+        limit = self._api.controller.max_num_queued_reqs
+        token_limit = self._api.controller.max_num_queued_tokens
+        lines = [
+            "# HELP vllm:num_requests_running Requests admitted and unfinished on this server.",
+            "# TYPE vllm:num_requests_running gauge",
+            f'vllm:num_requests_running{{server="{index}"}} '
+            f"{self._api.tracker.get_num_unfinished_requests()}",
+            "# HELP queueref:global_num_requests_running Sum of every server's shared slot.",
+            "# TYPE queueref:global_num_requests_running gauge",
+            f'queueref:global_num_requests_running{{server="{index}"}} {self.global_running()}',
+            "# HELP queueref:max_num_queued_reqs The cap M.",
+            "# TYPE queueref:max_num_queued_reqs gauge",
+            f'queueref:max_num_queued_reqs{{mode="{self._mode}"}} '
+            f"{limit if limit is not None else -1}",
+            "# HELP queueref:num_queued_tokens Prompt tokens of this server still in prefill.",
+            "# TYPE queueref:num_queued_tokens gauge",
+            f'queueref:num_queued_tokens{{server="{index}"}} '
+            f"{self._api.tracker.get_num_queued_tokens()}",
+            "# HELP queueref:global_num_queued_tokens Sum of counter 1 of every server's slot.",
+            "# TYPE queueref:global_num_queued_tokens gauge",
+            f'queueref:global_num_queued_tokens{{server="{index}"}} {self.global_queued_tokens()}',
+            "# HELP queueref:max_num_queued_tokens The token cap Mt (-1: none).",
+            "# TYPE queueref:max_num_queued_tokens gauge",
+            f'queueref:max_num_queued_tokens{{mode="{self._mode}",'
+            f'rule="{self._api.controller.token_rule.value}"}} '
+            f"{token_limit if token_limit is not None else -1}",
+            "# HELP queueref:requests_total Outcomes of this server's completion requests.",
+            "# TYPE queueref:requests_total counter",
+            f'queueref:requests_total{{server="{index}",outcome="admitted"}} {self.admitted}',
+            f'queueref:requests_total{{server="{index}",outcome="rejected"}} {self.rejected}',
+            f'queueref:requests_total{{server="{index}",outcome="aborted"}} {self.aborted}',
+            f'queueref:requests_total{{server="{index}",outcome="bad_request"}} '
+            f"{self.bad_requests}",
+        ]
+        if self._restarts is not None:
+            # E2E-SRV-7: the parent's restarts of every slot (a shared array, so any server tells).
+            lines += [
+                "# HELP queueref:server_restarts_total Restarts of a server slot by the parent.",
+                "# TYPE queueref:server_restarts_total counter",
+            ]
+            for slot, counts in enumerate(self._restarts()):
+                for reason, count in sorted(counts.items()):
+                    lines.append(
+                        f'queueref:server_restarts_total{{server="{slot}",reason="{reason}"}} '
+                        f"{count}"
+                    )
+        return "\n".join(lines) + "\n"
+
+    async def _answer(
+        self,
+        send: Send,
+        status: int,
+        body: bytes,
+        content_type: bytes = b"application/json",
+        extra: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+        await send(
+            {"type": "http.response.start", "status": status, "headers": headers + (extra or [])}
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    async def _error(self, send: Send, status: HTTPStatus, body: dict[str, Any]) -> None:
+        await self._answer(send, status.value, json.dumps(body).encode())
+
+    async def _read_body(self, receive: Receive) -> bytes | None:
+        """The request body, or None when it is over `MAX_BODY_BYTES` (the rest is drained)."""
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise ClientGone
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size <= MAX_BODY_BYTES:
+                chunks.append(chunk)
+            more = bool(message.get("more_body", False))
+        return b"".join(chunks) if size <= MAX_BODY_BYTES else None
+
+    @staticmethod
+    async def _disconnected(receive: Receive) -> None:
+        """Returns when the client hangs up (E2E-SRV-6)."""
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    async def complete(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Parse, admit with the real n, hold, finish, answer (E2E-SRV-2, E2E-SRV-5, E2E-SRV-6)."""
+        raw = await self._read_body(receive)
+        if raw is None:
+            self.bad_requests += 1
+            await self._error(
+                send,
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                status_body(HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
+            )
+            return
+        headers = dict(scope.get("headers") or [])
+        content_type = headers.get(b"content-type")
+        try:
+            body = parse_completion_body(
+                content_type.decode("latin-1") if content_type is not None else None, raw
+            )
+        except BadRequest as bad:
+            self.bad_requests += 1
+            await self._error(send, bad.status, bad.body)
+            return
+        request_id = f"{self._prefix}-{next(self._ids)}"
+        try:
+            # ADM-FRONT-1: check + registration in one synchronous step, with the real n.
+            if self._store is not None:
+                ids = await self._store.admit(request_id, body.slots)
+            else:
+                ids = self._api.admit(request_id, body.slots, body.num_prompt_tokens)
+        except AdmissionRejected as rejection:
+            # E2E-SRV-2: a rejected request gets 503 and vLLM's JSON error body.
+            self.rejected += 1
+            await self._error(send, HTTPStatus(rejection.http_status), busy_body(rejection.message))
+            return
+        self.admitted += 1
+        self._mirror()
+        finished = False
+        gone = asyncio.ensure_future(self._disconnected(receive))
+        try:
+            spread = self._jitter * self._service
+            hold = max(0.0, self._service + self._random.uniform(-spread, spread))
+            # E2E-SRV-8: the prompt tokens leave the count when the prefill is done.
+            prefill = min(self._prefill, hold)
+            done, _ = await asyncio.wait({gone}, timeout=prefill)
+            if gone in done:
+                raise ClientGone  # E2E-SRV-6: abort at once, as vLLM cancels the handler
+            if self._store is None:  # the store counts no tokens: it caps requests only
+                for rid in ids:
+                    self._api.prefill_done(rid)
+                self._mirror()
+            done, _ = await asyncio.wait({gone}, timeout=hold - prefill)
+            if gone in done:
+                raise ClientGone
+            if self._store is not None:
+                await self._store.finish(request_id)
+            else:
+                for rid in ids:
+                    self._api.finish(rid)
+            finished = True
+            self._mirror()
+        finally:
+            gone.cancel()
+            if not finished:
+                # Client gone, or cancelled by a shutdown: give the slots back, as an abort.
+                if self._store is not None:
+                    await self._store.abort(request_id)
+                else:
+                    self._api.abort(request_id)
+                self.aborted += 1
+                self._mirror()
+        answer = json.dumps(
+            {
+                "id": request_id,
+                "object": "text_completion",
+                "created": int(time.time()),
+                "model": "queueref-simulated",
+                "choices": [
+                    {"index": i, "text": "", "finish_reason": "length"} for i in range(body.slots)
+                ],
+            }
+        ).encode()
+        await self._answer(send, 200, answer)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    if self._store is not None:
+                        await self._store.start()
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    if self._store is not None:
+                        await self._store.close()
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        path = scope.get("path", "")
+        method = scope.get("method", "GET")
+        try:
+            if path not in _METHODS:
+                await self._read_body(receive)
+                await self._error(send, HTTPStatus.NOT_FOUND, status_body(HTTPStatus.NOT_FOUND))
+            elif method != _METHODS[path]:
+                # E2E-SRV-5: as Starlette answers a route's wrong method in vLLM 0.30.0.
+                await self._read_body(receive)
+                self.bad_requests += 1
+                status = HTTPStatus.METHOD_NOT_ALLOWED
+                await self._answer(
+                    send,
+                    status.value,
+                    json.dumps(status_body(status)).encode(),
+                    extra=[(b"allow", _METHODS[path].encode())],
+                )
+            elif path in COMPLETION_PATHS:
+                await self.complete(scope, receive, send)
+            elif path == "/metrics":
+                await self._read_body(receive)
+                await self._answer(
+                    send, 200, self.metrics_text().encode(), b"text/plain; version=0.0.4"
+                )
+            else:
+                await self._read_body(receive)
+                await self._answer(send, 200, b"{}")
+        except ClientGone:
+            return  # nobody to answer; a held request was already aborted

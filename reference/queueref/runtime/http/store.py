@@ -1,0 +1,126 @@
+"""A serve group's admission through the multi-node store (`serve --store`).
+
+Models no vLLM file (vLLM 0.30.0 and 0.33.0 share the cap only within one
+node, through a `RawArray`). Each API server process of a node admits
+through `queueref.runtime.store.redis_store.RedisAdmissionStore`; its global index is the
+node's base (allocated in the store by node name) plus its local index, and
+every decision is recorded as an `AdmissionEvent` under that global index,
+with the node name in the request id, so the records of several nodes merge
+into one trace (ADM-STORE-8).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from queueref.admission.tracker import child_request_ids
+from queueref.errors import QueueOverflowError
+from queueref.runtime.store.redis_store import (
+    RedisAdmissionStore,
+    StoreConfig,
+    StoreFailurePolicy,
+    StoreProtocol,
+    redact_url,
+)
+from queueref.trace.events import AdmissionEvent, EventKind
+
+Recorder = Callable[[AdmissionEvent], None]
+
+
+@dataclass(frozen=True)
+class NodeStore:
+    """What every server process of one node needs to reach the store."""
+
+    url: str
+    deployment: str
+    node: str
+    base: int  # the global index of this node's server 0
+    total_servers: int  # N: every server of the deployment, on every node
+    protocol: StoreProtocol = StoreProtocol.SLOTS
+    lease_ms: int = 3000
+    failure: StoreFailurePolicy = StoreFailurePolicy.CLOSED
+
+    def config(self, local_index: int) -> StoreConfig:
+        return StoreConfig(
+            self.url,
+            self.deployment,
+            self.total_servers,
+            self.base + local_index,
+            self.protocol,
+            self.lease_ms,
+            self.failure,
+        )
+
+    def __repr__(self) -> str:  # ADM-STORE-7: the password never shows
+        return (
+            f"NodeStore(url={redact_url(self.url)!r}, deployment={self.deployment!r}, "
+            f"node={self.node!r}, base={self.base}, total_servers={self.total_servers}, "
+            f"protocol={self.protocol.value!r})"
+        )
+
+
+class StoreFront:
+    """One server's admission through the store, recording every decision (ADM-EV-3)."""
+
+    def __init__(
+        self, node: NodeStore, local_index: int, cap: int | None, record: Recorder | None
+    ) -> None:
+        if cap is None:
+            raise ValueError("ADM-STORE-8: admission through the store needs a request cap")
+        self.node = node
+        self.store = RedisAdmissionStore(node.config(local_index), cap)
+        self.server = node.base + local_index
+        self._record = record
+        self._held: dict[str, int] = {}
+        self.last_view = 0
+
+    async def start(self) -> None:
+        await self.store.start()
+
+    async def close(self) -> None:
+        await self.store.close()
+
+    def _emit(
+        self,
+        kind: EventKind,
+        request_id: str,
+        n: int,
+        view: int | None,
+        before: float | None = None,
+    ) -> None:
+        if self._record is not None:
+            self._record(
+                AdmissionEvent(time.monotonic(), self.server, kind, request_id, n, view, before)
+            )
+
+    async def admit(self, request_id: str, n: int) -> list[str]:
+        """Admit `request_id` with `n` slots, or raise `QueueOverflowError` /
+        `StoreUnavailableError` (both 503)."""
+
+        def stamp(admitted: bool, view: int | None) -> None:
+            # ADM-EV-3: stamped after the decision, before the own slot is written.
+            self._emit("admit" if admitted else "reject", request_id, n, view)
+
+        decision = await self.store.admit(n, on_decision=stamp)
+        if decision.view is not None:
+            self.last_view = decision.view
+        if not decision.admitted:
+            raise QueueOverflowError(view=decision.view, n=n, limit=self.store.cap)
+        self._held[request_id] = n
+        return child_request_ids(request_id, n)
+
+    async def _depart(self, kind: EventKind, request_id: str) -> None:
+        n = self._held.pop(request_id, 0)
+        if n == 0:
+            return
+        stamps: list[float] = []
+        await self.store.release(n, before_write=lambda: stamps.append(time.monotonic()))
+        self._emit(kind, request_id, n, None, stamps[0] if stamps else None)
+
+    async def finish(self, request_id: str) -> None:
+        await self._depart("finish", request_id)
+
+    async def abort(self, request_id: str) -> None:
+        await self._depart("abort", request_id)

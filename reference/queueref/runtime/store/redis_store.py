@@ -1,0 +1,513 @@
+"""One admission cap across several nodes: the per-server counters in a real Redis.
+
+Models no vLLM file: vLLM's counters (vLLM PR #54746, in vLLM 0.30.0 and
+0.33.0) are a `multiprocessing.RawArray`, which shares the cap among the API
+servers of one node only. Here each API server of a deployment, on whatever
+host, owns one counter key in one Redis; the semantics are in
+`specs/multi-node.md`.
+
+Three protocols (ADM-STORE-1):
+
+* `slots`: the server's own key holds its absolute unfinished count, written
+  only by that server; a check reads the keys one server at a time, in index
+  order (one round trip per server). Each key is a single-writer atomic
+  register, so this is the fine-grained model of `specs/overshoot-bound.md`
+  and inherits its bound M + (N-1)*min(M, W).
+* `snapshot`: one `MGET` of every key -- the atomic-snapshot model, the same
+  bound, one round trip.
+* `script`: a Lua script that sums, compares and writes atomically inside
+  Redis -- admission is linearizable, so the admitted total never exceeds M,
+  with none of write-then-check's spurious rejections.
+
+Each server serialises everything it sends (ADM-STORE-2): one check at a
+time, writes in order, on one lock. With K unserialised checks in one process
+the bound would degrade to M + (N*K - 1)*min(M, W) (OB-BROKEN-1).
+
+Leases (ADM-STORE-4): every write also renews the server's heartbeat key
+with a lease; a check ignores the count of a server whose heartbeat expired
+(`script` deletes it), so a dead server's capacity comes back after one lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import urllib.parse
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final
+
+from queueref.admission import protocol
+from queueref.admission.controller import AdmissionRejected
+from queueref.validators import is_int_at_least
+
+#: Counts above this are corrupt: no deployment holds 2**40 requests.
+MAX_COUNT: Final = 2**40
+
+_COUNT = re.compile(rb"\d{1,15}")
+_DEPLOYMENT = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+class StoreProtocol(StrEnum):
+    """How a check reads the counters in the store."""
+
+    SLOTS = "slots"
+    SNAPSHOT = "snapshot"
+    SCRIPT = "script"
+
+
+class StoreFailurePolicy(StrEnum):
+    """What a server does when the store cannot answer."""
+
+    CLOSED = "closed"  # reject every request: 503
+    OPEN = "open"  # admit against the server's share floor(M / N) of the cap
+
+
+class StoreError(Exception):
+    """The store answered nothing usable (unreachable, or a corrupt count)."""
+
+
+class StoreCorruptError(StoreError):
+    """A count key holds what no server writes: not a decimal int in [0, MAX_COUNT]."""
+
+
+class StoreUnavailableError(AdmissionRejected):
+    """Rejected because the store cannot be read and the policy is `closed`.
+
+    An `AdmissionRejected`, so the HTTP layer answers it as vLLM answers a
+    full queue: 503 with vLLM's error body.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The server is busy: the admission store is unavailable. Please try again later."
+        )
+
+
+def redact_url(url: str) -> str:
+    """The store URL with its password replaced by `***`."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = f":{parts.port}" if parts.port is not None else ""
+    netloc = f"{user}:***@{host}{port}"
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def parse_count(raw: bytes | None) -> int:
+    """A count read from the store; a missing key is 0.
+
+    :raises StoreCorruptError: anything but a decimal int in [0, MAX_COUNT]
+    """
+    if raw is None:
+        return 0
+    if not _COUNT.fullmatch(raw) or int(raw) > MAX_COUNT:
+        raise StoreCorruptError(
+            f"ADM-STORE-6: a count key holds {raw[:32]!r}, not an int in [0, {MAX_COUNT}]"
+        )
+    return int(raw)
+
+
+# Sums the live servers' counts, compares and writes in one atomic step.
+# KEYS: count:0..N-1, then hb:0..N-1. ARGV: N, own index, n, cap, own count,
+# lease ms, MAX_COUNT. The decision is protocol.admits_check_then_write.
+_SCRIPT: Final = """
+local num = tonumber(ARGV[1])
+local own = tonumber(ARGV[2])
+local n = tonumber(ARGV[3])
+local cap = tonumber(ARGV[4])
+local own_count = tonumber(ARGV[5])
+local max_count = tonumber(ARGV[7])
+local view = own_count
+for i = 1, num do
+  if i - 1 ~= own then
+    if redis.call('EXISTS', KEYS[num + i]) == 1 then
+      local raw = redis.call('GET', KEYS[i])
+      if raw then
+        if not string.match(raw, '^%d+$') or string.len(raw) > 15
+            or tonumber(raw) > max_count then
+          return redis.error_reply('QUEUEREF_CORRUPT a count key is not an int')
+        end
+        view = view + tonumber(raw)
+      end
+    else
+      redis.call('DEL', KEYS[i])
+    end
+  end
+end
+local admitted = 0
+if view + n <= cap then
+  admitted = 1
+  own_count = own_count + n
+end
+redis.call('SET', KEYS[own + 1], own_count)
+redis.call('SET', KEYS[num + own + 1], '1', 'PX', ARGV[6])
+return {admitted, view}
+"""
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """Where the counters live and how this server reads them.
+
+    `url` is `redis://[user:password@]host:port/db` (or `rediss://` for TLS);
+    keys live under `deployment`, so two deployments on one Redis never share
+    a cap.
+    """
+
+    url: str
+    deployment: str
+    num_servers: int
+    server_index: int
+    protocol: StoreProtocol = StoreProtocol.SLOTS
+    lease_ms: int = 3000
+    failure: StoreFailurePolicy = StoreFailurePolicy.CLOSED
+    timeout_s: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.url, str) or urllib.parse.urlsplit(self.url).scheme not in (
+            "redis",
+            "rediss",
+        ):
+            raise ValueError("ADM-STORE-7: the store URL must start with redis:// or rediss://")
+        if not isinstance(self.deployment, str) or not _DEPLOYMENT.fullmatch(self.deployment):
+            raise ValueError(
+                "ADM-STORE-7: the deployment name must be 1-64 of A-Z a-z 0-9 _ . -, "
+                f"got {self.deployment!r}"
+            )
+        for name, value, low in (
+            ("num_servers", self.num_servers, 1),
+            ("server_index", self.server_index, 0),
+            ("lease_ms", self.lease_ms, 1),
+        ):
+            if not is_int_at_least(value, low):
+                raise ValueError(f"ADM-STORE-1: {name} must be an int >= {low}, got {value!r}")
+        if self.server_index >= self.num_servers:
+            raise ValueError(
+                f"ADM-STORE-1: server_index {self.server_index} is not below "
+                f"num_servers {self.num_servers}"
+            )
+        object.__setattr__(self, "protocol", StoreProtocol(self.protocol))
+        object.__setattr__(self, "failure", StoreFailurePolicy(self.failure))
+
+    def count_key(self, index: int) -> str:
+        # The {hash tag} keeps every key of a deployment in one Redis Cluster slot.
+        return f"queueref:{{{self.deployment}}}:count:{index}"
+
+    def heartbeat_key(self, index: int) -> str:
+        return f"queueref:{{{self.deployment}}}:hb:{index}"
+
+    @property
+    def servers_key(self) -> str:
+        return f"queueref:{{{self.deployment}}}:servers"
+
+    def __repr__(self) -> str:
+        return (
+            f"StoreConfig(url={redact_url(self.url)!r}, deployment={self.deployment!r}, "
+            f"num_servers={self.num_servers}, server_index={self.server_index}, "
+            f"protocol={self.protocol.value!r}, lease_ms={self.lease_ms}, "
+            f"failure={self.failure.value!r})"
+        )
+
+
+# Gives a node its base index once, by name: the same name gets the same base
+# again (a restarted node keeps its slots). KEYS: nodes hash, next-base counter.
+# ARGV: node name, its server count K, the deployment's total N.
+_ALLOCATE: Final = """
+local base = redis.call('HGET', KEYS[1], ARGV[1])
+if base then
+  return {tonumber(base), 0}
+end
+local k = tonumber(ARGV[2])
+local next_base = tonumber(redis.call('GET', KEYS[2]) or '0')
+if next_base + k > tonumber(ARGV[3]) then
+  return {-1, next_base}
+end
+redis.call('SET', KEYS[2], next_base + k)
+redis.call('HSET', KEYS[1], ARGV[1], next_base)
+return {next_base, 1}
+"""
+
+
+def allocate_node(url: str, deployment: str, node: str, node_servers: int, total: int) -> int:
+    """The global index of a node's server 0: node `node` owns `node_servers` slots.
+
+    Allocated in the store by name, atomically, so nodes started anywhere get
+    disjoint slots and a restarted node gets its own back (ADM-STORE-8).
+
+    :raises ValueError: a bad name or count, or no room left for the node
+    :raises StoreError: the store cannot be reached
+    """
+    if not isinstance(node, str) or not _DEPLOYMENT.fullmatch(node):
+        raise ValueError(
+            f"ADM-STORE-8: the node name must be 1-64 of A-Z a-z 0-9 _ . -, got {node!r}"
+        )
+    config = StoreConfig(url, deployment, total, 0)
+    if not is_int_at_least(node_servers, 1):
+        raise ValueError(f"ADM-STORE-8: node_servers must be an int >= 1, got {node_servers!r}")
+    import redis
+
+    client = redis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
+    prefix = f"queueref:{{{config.deployment}}}"
+    try:
+        base, _ = client.eval(
+            _ALLOCATE, 2, f"{prefix}:nodes", f"{prefix}:next_base", node, node_servers, total
+        )
+    except Exception as error:
+        raise StoreError(
+            f"the store {redact_url(url)} is unavailable ({type(error).__name__})"
+        ) from None
+    finally:
+        client.close()
+    if int(base) < 0:
+        raise ValueError(
+            f"ADM-STORE-8: deployment {deployment!r} has no room for node {node!r} "
+            f"with {node_servers} servers (total {total})"
+        )
+    return int(base)
+
+
+@dataclass(frozen=True)
+class StoreDecision:
+    """What one check decided: `view` is the global count it read (None when degraded)."""
+
+    admitted: bool
+    view: int | None
+    degraded: bool = False
+
+
+class RedisAdmissionStore:
+    """One API server's handle on the deployment's counters in Redis.
+
+     The store keeps this server's own unfinished count (`count`) and writes it
+     as an absolute value after every change, so a write lost while the store
+     was down, or a count dropped by an expired lease, heals at the next write
+    . Every command goes through one lock.
+    """
+
+    def __init__(self, config: StoreConfig, max_num_queued_reqs: int) -> None:
+        if not is_int_at_least(max_num_queued_reqs, 0):
+            raise ValueError(
+                f"ADM-STORE-1: max_num_queued_reqs must be an int >= 0, got {max_num_queued_reqs!r}"
+            )
+        # The optional [store] dependency, imported only when a store is used.
+        import redis.asyncio
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
+        from redis.exceptions import ConnectionError as RedisConnectionError
+
+        self.config = config
+        self.cap = max_num_queued_reqs
+        self.count = 0
+        self._lock = asyncio.Lock()
+        self._client: Any = redis.asyncio.Redis.from_url(
+            config.url,
+            socket_timeout=config.timeout_s,
+            socket_connect_timeout=config.timeout_s,
+            # One retry on a fresh connection: after Redis restarts, the pooled
+            # connection is dead. Every command is safe to repeat: reads, and
+            # writes of absolute counts (the script too sets, never adds).
+            retry=Retry(NoBackoff(), 1),
+            retry_on_error=[RedisConnectionError],
+        )
+        self._script: Any = self._client.register_script(_SCRIPT)
+        cfg = config
+        self._count_keys = [cfg.count_key(i) for i in range(cfg.num_servers)]
+        self._heartbeat_keys = [cfg.heartbeat_key(i) for i in range(cfg.num_servers)]
+
+    def __repr__(self) -> str:
+        return f"RedisAdmissionStore({self.config!r}, cap={self.cap})"
+
+    @property
+    def fallback_cap(self) -> int:
+        """Under `open`, a degraded server admits against floor(M / N)."""
+        return self.cap // self.config.num_servers
+
+    async def start(self) -> None:
+        """Register this server: the deployment's server count must agree.
+
+        :raises ValueError: the deployment was started with another server count
+        :raises StoreError: the store cannot be reached
+        """
+        async with self._lock:
+            try:
+                await self._client.set(self.config.servers_key, self.config.num_servers, nx=True)
+                raw = await self._client.get(self.config.servers_key)
+            except Exception as error:
+                raise self._unavailable(error) from None
+            if parse_count(raw) != self.config.num_servers:
+                raise ValueError(
+                    f"ADM-STORE-7: deployment {self.config.deployment!r} has "
+                    f"{raw.decode(errors='replace')} servers in the store, this server was "
+                    f"started with {self.config.num_servers}"
+                )
+            await self._write_locked()
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+    def _unavailable(self, error: BaseException) -> StoreError:
+        if isinstance(error, StoreError):
+            return error
+        # redis-py's messages name host and port, never the password; the URL is redacted.
+        return StoreError(
+            f"the store {redact_url(self.config.url)} is unavailable ({type(error).__name__})"
+        )
+
+    async def read_view(self) -> int:
+        """One check's reads: the global count of the live servers.
+
+        The own slot counts with this server's own count (it is frozen during
+        the check, which holds the lock). Not serialised: `admit` holds the lock.
+
+        :raises StoreError: unreachable, or a corrupt count
+        """
+        cfg = self.config
+        try:
+            check = protocol.Check(1)
+            if cfg.protocol is StoreProtocol.SNAPSHOT:
+                raw = await self._client.mget(self._count_keys + self._heartbeat_keys)
+                values = list(zip(raw[: cfg.num_servers], raw[cfg.num_servers :], strict=True))
+                for index, (count, heartbeat) in enumerate(values):
+                    check = check.read(self._slot_value(index, count, heartbeat))
+            else:
+                for index in range(cfg.num_servers):
+                    if index == cfg.server_index:
+                        check = check.read(self.count)
+                        continue
+                    count, heartbeat = await self._client.mget(
+                        self._count_keys[index], self._heartbeat_keys[index]
+                    )
+                    check = check.read(self._slot_value(index, count, heartbeat))
+        except Exception as error:
+            raise self._unavailable(error) from None
+        return check.view
+
+    def _slot_value(self, index: int, count: bytes | None, heartbeat: bytes | None) -> int:
+        if index == self.config.server_index:
+            return self.count
+        value = parse_count(count)
+        return value if heartbeat is not None else 0  # ADM-STORE-4: an expired lease
+
+    async def admit(
+        self, n: int = 1, on_decision: Callable[[bool, int | None], None] | None = None
+    ) -> StoreDecision:
+        """Check and, if admitted, add `n` to the own count and write it.
+
+        Under the lock, so one check at a time per server: then
+        the records of real servers keep each protocol's bound.
+        When the store fails: `closed` raises `StoreUnavailableError`; `open`
+        decides against `fallback_cap` with the own count. `on_decision(admitted,
+        view)` runs right after the decision and before the own slot is written
+        (the stamp of an admission record, ADM-EV-3); with `script` decision and
+        write are one step, so it runs after both.
+
+        :raises ValueError: n is not an int >= 1
+        :raises StoreUnavailableError: the store failed and the policy is closed
+        """
+        if not is_int_at_least(n, 1):
+            raise ValueError(f"ADM-STORE-1: n must be an int >= 1, got {n!r}")
+        # ADM-STORE-2: one check at a time per server; ADM-STORE-3 rests on it.
+        async with self._lock:
+            try:
+                if self.config.protocol is StoreProtocol.SCRIPT:
+                    # The script decides and writes the own count in one atomic step.
+                    admitted, view = await self._run_script(n)
+                else:
+                    view = await self.read_view()
+                    admitted = protocol.admits_check_then_write(view, n, self.cap)
+            except StoreError:
+                decision = self._degraded(n)
+                if on_decision is not None:
+                    on_decision(decision.admitted, None)
+                return decision
+            if on_decision is not None:
+                on_decision(admitted, view)
+            if admitted:
+                self.count += n
+                if self.config.protocol is not StoreProtocol.SCRIPT:
+                    # A failed write is retried, absolute, at the next write or heartbeat.
+                    with contextlib.suppress(StoreError):
+                        await self._write_locked()
+            return StoreDecision(admitted, view)
+
+    async def _run_script(self, n: int) -> tuple[bool, int]:
+        cfg = self.config
+        try:
+            admitted, view = await self._script(
+                keys=self._count_keys + self._heartbeat_keys,
+                args=[
+                    cfg.num_servers,
+                    cfg.server_index,
+                    n,
+                    self.cap,
+                    self.count,
+                    cfg.lease_ms,
+                    MAX_COUNT,
+                ],
+            )
+        except Exception as error:
+            if "QUEUEREF_CORRUPT" in str(error):
+                raise StoreCorruptError(
+                    "ADM-STORE-6: a count key is not an int in [0, MAX_COUNT]"
+                ) from None
+            raise self._unavailable(error) from None
+        return bool(admitted), int(view)
+
+    def _degraded(self, n: int) -> StoreDecision:
+        # ADM-STORE-5: closed rejects (503); open admits against floor(M / N), own count only.
+        if self.config.failure is StoreFailurePolicy.CLOSED:
+            raise StoreUnavailableError()
+        admitted = protocol.admits_check_then_write(self.count, n, self.fallback_cap)
+        if admitted:
+            self.count += n
+        return StoreDecision(admitted, None, degraded=True)
+
+    async def release(self, n: int = 1, before_write: Callable[[], None] | None = None) -> None:
+        """A request of weight `n` finished or was aborted: write the smaller count.
+
+        A failing store leaves the write pending; it is retried (absolute) at
+        the next write or heartbeat.
+
+        :raises ValueError: n is not an int in [1, count]
+        """
+        if not is_int_at_least(n, 1) or n > self.count:
+            raise ValueError(f"ADM-STORE-1: n must be an int in [1, {self.count}], got {n!r}")
+        async with self._lock:
+            self.count -= n
+            if before_write is not None:
+                before_write()  # the `t_before` stamp of a departure record (ADM-EV-5)
+            with contextlib.suppress(StoreError):
+                await self._write_locked()
+
+    async def heartbeat(self) -> bool:
+        """Renew the lease (and write a pending count); False when the store failed."""
+        async with self._lock:
+            try:
+                await self._write_locked()
+            except StoreError:
+                return False
+            return True
+
+    async def _write_locked(self) -> None:
+        cfg = self.config
+        own = cfg.server_index
+        try:
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.set(self._count_keys[own], self.count)
+                pipe.set(self._heartbeat_keys[own], 1, px=cfg.lease_ms)
+                await pipe.execute()
+        except Exception as error:
+            raise self._unavailable(error) from None
+
+    async def run_heartbeats(self) -> None:
+        """Renew the lease every lease/3 until cancelled."""
+        while True:
+            await asyncio.sleep(self.config.lease_ms / 3000)
+            await self.heartbeat()

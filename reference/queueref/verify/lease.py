@@ -1,0 +1,136 @@
+"""The check-then-write protocol with leases: exhaustive search of the lease bound (OB-LEASE-1).
+
+The multi-node store (`queueref.runtime.store.redis_store`) ignores the count of a server
+whose heartbeat lease expired. A live server that is paused past its lease
+(or whose heartbeats are delayed) keeps its requests while the others stop
+seeing them, so they may admit into room that is not free. This model is the
+fine-grained model of `specs/overshoot-bound.md` (reads one slot at a time,
+in index order, decided by `queueref.admission.protocol`) with two more moves:
+
+* `expire(p)`: p's lease lapses, at any moment, even in the middle of p's own
+  check; from then on the others read p's slot as 0. The ghost `dropped`
+  adds p's real count at that moment.
+* p's next write (an admission, a finish or a heartbeat; all absolute) makes
+  its slot visible again.
+
+A server's check, finish and heartbeat hold one lock (ADM-STORE-2), so a
+server finishes or renews only between its own checks; the own slot is read
+as the server's own count.
+
+OB-LEASE-1 (checked here for the stated bounds): in every reachable state
+    real total <= M + (N-1)*min(M, W) + dropped,
+where `dropped` is the sum of the counts the lapses dropped so far, and the
+inequality is reached. Without lapses it is OB-BOUND-1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeVar
+
+from queueref.admission import protocol
+from queueref.validators import is_int_at_least
+from queueref.verify.search import reachable
+
+T = TypeVar("T")
+
+# A server's check: (n, next slot, view), or None when idle.
+_Check = tuple[int, int, int] | None
+# (real counts, lease lapsed?, checks, dropped so far, lapses so far)
+_State = tuple[tuple[int, ...], tuple[bool, ...], tuple[_Check, ...], int, int]
+
+
+@dataclass(frozen=True)
+class LeaseRow:
+    """One exhaustive search: the worst of `real total - dropped`, and the states seen."""
+
+    servers: int
+    cap: int
+    weight: int
+    lapses: int
+    worst_excess: int  # max over reachable states of real total - dropped
+    worst_total: int  # max real total
+    bound: int  # M + (N-1)*min(M, W)
+    states: int
+
+    @property
+    def holds(self) -> bool:
+        return self.worst_excess <= self.bound
+
+
+def _replace(values: tuple[T, ...], i: int, value: T) -> tuple[T, ...]:
+    return values[:i] + (value,) + values[i + 1 :]
+
+
+def _successors(state: _State, cap: int, weight: int, max_lapses: int) -> list[_State]:
+    counts, lapsed, checks, dropped, lapses = state
+    num = len(counts)
+    out: list[_State] = []
+    for p in range(num):
+        check = checks[p]
+        if check is None:
+            for n in range(1, weight + 1):  # start a check of weight n
+                out.append((counts, lapsed, _replace(checks, p, (n, 0, 0)), dropped, lapses))
+            if counts[p] > 0:  # finish one request: an absolute write, visible again
+                out.append(
+                    (
+                        _replace(counts, p, counts[p] - 1),
+                        _replace(lapsed, p, False),
+                        checks,
+                        dropped,
+                        lapses,
+                    )
+                )
+            if lapsed[p]:  # heartbeat: an absolute write, visible again
+                out.append((counts, _replace(lapsed, p, False), checks, dropped, lapses))
+        else:
+            n, slot, view = check
+            if slot < num:  # read one slot: a lapsed server reads as 0, the own slot as own
+                value = counts[slot] if slot == p or not lapsed[slot] else 0
+                step = protocol.Check(n, slot, view).read(value)
+                out.append(
+                    (
+                        counts,
+                        lapsed,
+                        _replace(checks, p, (n, step.next_slot, step.view)),
+                        dropped,
+                        lapses,
+                    )
+                )
+            elif protocol.admits_check_then_write(view, n, cap):  # admit and write
+                out.append(
+                    (
+                        _replace(counts, p, counts[p] + n),
+                        _replace(lapsed, p, False),
+                        _replace(checks, p, None),
+                        dropped,
+                        lapses,
+                    )
+                )
+            else:  # reject: nothing written
+                out.append((counts, lapsed, _replace(checks, p, None), dropped, lapses))
+        if not lapsed[p] and lapses < max_lapses:  # the lease lapses, at any moment
+            out.append((counts, _replace(lapsed, p, True), checks, dropped + counts[p], lapses + 1))
+    return out
+
+
+def explore_leases(servers: int, cap: int, weight: int, lapses: int) -> LeaseRow:
+    """Every reachable state with at most `lapses` lease lapses; the worst excess over `dropped`.
+
+    :raises ValueError: a bound is not an int in range (servers >= 1, cap >= 0, weight >= 1,
+        lapses >= 0)
+    """
+    for name, value, low in (("servers", servers, 1), ("cap", cap, 0), ("weight", weight, 1)):
+        if not is_int_at_least(value, low):
+            raise ValueError(f"OB-LEASE-1: {name} must be an int >= {low}, got {value!r}")
+    if not is_int_at_least(lapses, 0):
+        raise ValueError(f"OB-LEASE-1: lapses must be an int >= 0, got {lapses!r}")
+    start: _State = ((0,) * servers, (False,) * servers, (None,) * servers, 0, 0)
+    worst_excess = worst_total = states = 0
+    for state in reachable(start, lambda s: _successors(s, cap, weight, lapses)):
+        states += 1
+        total = sum(state[0])
+        worst_total = max(worst_total, total)
+        worst_excess = max(worst_excess, total - state[3])
+    bound = protocol.overshoot_bound(servers, cap, weight)
+    return LeaseRow(servers, cap, weight, lapses, worst_excess, worst_total, bound, states)

@@ -1,0 +1,121 @@
+"""The two sums and the two slot reads of `SharedAdmissionStats`, and the teeth of their contracts.
+
+`get_num_requests` / `get_num_queued_tokens` share one summing loop and
+`read_slot` / `read_tokens_slot` one pair of contracts; each public method
+keeps its own requirement, and each contract is shown failing on a broken
+variant for the reason it states. Expected values are written out by hand.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import icontract
+import pytest
+
+from queueref import config
+from queueref.admission.shared_stats import SharedAdmissionStats
+
+# Three servers: counter 0 (requests) and counter 1 (tokens) of each slot.
+REQUESTS = [2, 0, 5]
+TOKENS = [30, 7, 0]
+
+
+def buffer() -> list[int]:
+    counters = [0] * 24
+    for slot in range(3):
+        counters[8 * slot] = REQUESTS[slot]
+        counters[8 * slot + 1] = TOKENS[slot]
+    return counters
+
+
+class ReadLog(list[int]):
+    """A list that logs the index of every read (not private: the deep checks stay off it)."""
+
+    def __init__(self, values: list[int]) -> None:
+        super().__init__(values)
+        self.reads: list[int] = []
+
+    def __getitem__(self, index: int) -> int:  # type: ignore[override]
+        self.reads.append(index)
+        return list.__getitem__(self, index)
+
+
+def test_each_sum_reads_its_own_counter_once_per_slot_in_index_order() -> None:
+    """ADM-STATS-3, ADM-TOK-2: counter 0 of slots 0, 1, 2; then counter 1 of slots 0, 1, 2."""
+    log = ReadLog(buffer())
+    stats = SharedAdmissionStats(log, 3, 1)
+    assert stats.get_num_requests() == 7
+    assert log.reads == [0, 8, 16]
+    log.reads.clear()
+    assert stats.get_num_queued_tokens() == 37
+    assert log.reads == [1, 9, 17]
+
+
+def test_the_one_pass_sums_agree_with_the_slots() -> None:
+    """ADM-CTL-11: over a C-level buffer each sum is one pass, with the same totals."""
+    raw = (ctypes.c_int64 * 24)(*buffer())
+    stats = SharedAdmissionStats(raw, 3, 0)
+    assert stats.reads_in_one_pass
+    assert (stats.get_num_requests(), stats.get_num_queued_tokens()) == (7, 37)
+    assert [stats.read_slot(i) for i in range(3)] == REQUESTS
+    assert [stats.read_tokens_slot(i) for i in range(3)] == TOKENS
+
+
+class SumsTheOtherCounter(SharedAdmissionStats):
+    """Broken: each sum reads the other counter of every slot."""
+
+    def _sum_counter(self, counter: int) -> int:
+        return super()._sum_counter(self.QUEUED_TOKENS - counter)
+
+
+@pytest.mark.contracts
+def test_each_sum_contract_names_its_counter() -> None:
+    """ADM-STATS-3, ADM-TOK-2 have teeth: a sum of the wrong counter breaks each one's own."""
+    assert config.deep_checks()  # the deep postconditions re-read the private buffer
+    stats = SumsTheOtherCounter(buffer(), 3, 0)
+    with pytest.raises(icontract.ViolationError, match="ADM-STATS-3: the sum equals the sum"):
+        stats.get_num_requests()
+    with pytest.raises(icontract.ViolationError, match="ADM-TOK-2: the sum equals the sum"):
+        stats.get_num_queued_tokens()
+
+
+@pytest.mark.contracts
+def test_token_sum_contract_catches_a_loop_that_drops_the_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ADM-TOK-2 has teeth: a read loop that drops the values violates the postcondition."""
+    import queueref.admission.protocol as protocol_module
+
+    stats = SharedAdmissionStats(buffer(), 3, 0)
+    monkeypatch.setattr(protocol_module, "accumulate", lambda view, slot_value: view)
+    with pytest.raises(icontract.ViolationError, match="ADM-TOK-2"):
+        stats.get_num_queued_tokens()
+
+
+class ReadsMinusOne(SharedAdmissionStats):
+    """Broken: a slot read that lets a negative value through."""
+
+    def _read(self, client_index: int, counter: int) -> int:
+        return -1
+
+
+@pytest.mark.contracts
+def test_each_slot_read_contract_refuses_a_negative_value() -> None:
+    """ADM-STATS-3, ADM-TOK-2 have teeth: a read that returns -1 breaks each one's own."""
+    stats = ReadsMinusOne(buffer(), 3, 0)
+    with pytest.raises(icontract.ViolationError, match="ADM-STATS-3: a count read is never"):
+        stats.read_slot(0)
+    with pytest.raises(icontract.ViolationError, match="ADM-TOK-2: a token count read is never"):
+        stats.read_tokens_slot(0)
+
+
+@pytest.mark.contracts
+@pytest.mark.parametrize("index", [-1, 3])
+def test_each_slot_read_refuses_an_index_out_of_range(index: int) -> None:
+    """ADM-STATS-3, ADM-TOK-2: a slot index outside 0..N-1 is an IndexError naming the ID."""
+    stats = SharedAdmissionStats(buffer(), 3, 0)
+    with pytest.raises(IndexError, match="ADM-STATS-3: a slot index is in range"):
+        stats.read_slot(index)
+    with pytest.raises(IndexError, match="ADM-TOK-2: a slot index is in range"):
+        stats.read_tokens_slot(index)

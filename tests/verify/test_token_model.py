@@ -1,0 +1,173 @@
+"""OB-TOK-1..3: the shared token limit, searched exhaustively (queueref.verify.tokens)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+
+import pytest
+
+import queueref.cli.bound_table as bound_table_command
+from queueref.cli.main import main
+from queueref.verify.tokens import Rule, TokenRow, admits_tokens, explore_joint, explore_tokens
+
+CTW, WTC = "check-then-write", "write-then-check"
+
+# (N, Mt, P) -> the worst queued tokens, written out by hand from the formulas of
+# specs/token-limit.md: ge Mt - 1 + N*P (0 when Mt = 0); fits Mt + (N-1)*min(Mt, P);
+# write-then-check Mt.
+GE_ROWS = [
+    ((1, 0, 1), 0),
+    ((1, 1, 1), 1),
+    ((1, 3, 2), 4),
+    ((2, 1, 1), 2),
+    ((2, 2, 1), 3),
+    ((2, 2, 2), 5),
+    ((2, 3, 2), 6),
+    ((3, 1, 1), 3),
+    ((3, 2, 1), 4),
+]
+FITS_ROWS = [
+    ((1, 0, 1), 0),
+    ((1, 3, 2), 3),
+    ((2, 1, 1), 2),
+    ((2, 2, 2), 4),
+    ((2, 3, 2), 5),
+    ((2, 4, 3), 7),
+    ((3, 1, 1), 3),
+    ((3, 2, 1), 4),
+]
+WTC_ROWS = [((1, 3, 2), 3), ((2, 2, 2), 2), ((2, 4, 3), 4), ((3, 2, 1), 2), ((3, 2, 2), 2)]
+
+
+@pytest.mark.parametrize(("bounds", "expected"), GE_ROWS)
+def test_OB_TOK_1_upstream_ge_rule_worst_is_mt_minus_1_plus_n_p(
+    bounds: tuple[int, int, int], expected: int
+) -> None:
+    """OB-TOK-1: under upstream's `queued >= Mt` rule the worst global queued tokens are
+    Mt - 1 + N*P (0 for Mt = 0), and they are reached."""
+    row = explore_tokens(*bounds, rule="ge", protocol_name=CTW)
+    assert (row.worst_tokens, row.bound) == (expected, expected)
+
+
+@pytest.mark.parametrize(("bounds", "expected"), FITS_ROWS)
+def test_OB_TOK_2_fits_rule_is_the_request_bound_for_tokens(
+    bounds: tuple[int, int, int], expected: int
+) -> None:
+    """OB-TOK-2: under the opt-in `queued + t > Mt` rule the worst is Mt + (N-1)*min(Mt, P)."""
+    row = explore_tokens(*bounds, rule="fits", protocol_name=CTW)
+    assert (row.worst_tokens, row.bound) == (expected, expected)
+
+
+@pytest.mark.parametrize(("bounds", "expected"), WTC_ROWS)
+def test_OB_TOK_3_write_then_check_never_admits_more_than_mt(
+    bounds: tuple[int, int, int], expected: int
+) -> None:
+    """OB-TOK-3: with write-then-check the admitted queued tokens never exceed Mt, reached."""
+    row = explore_tokens(*bounds, rule="fits", protocol_name=WTC)
+    assert (row.worst_tokens, row.bound) == (expected, expected)
+
+
+def test_OB_TOK_1_a_wrong_bound_is_refuted() -> None:
+    """OB-TOK-1: the search refutes a bound one too small: the fits bound for the ge rule
+    (Mt + (N-1)*min(Mt, P) = 4 at N = 2, Mt = 2, P = 2) is exceeded (5)."""
+    row = explore_tokens(2, 2, 2, rule="ge", protocol_name=CTW)
+    assert row.worst_tokens == 5 > 2 + (2 - 1) * min(2, 2)
+
+
+def test_OB_TOK_1_the_rules() -> None:
+    """OB-TOK-1, OB-TOK-2: ge ignores the new request's own tokens; fits counts them."""
+    assert admits_tokens(Rule.GE, 4, 100, 5) and not admits_tokens(Rule.GE, 5, 1, 5)
+    assert admits_tokens(Rule.FITS, 3, 2, 5) and not admits_tokens(Rule.FITS, 4, 2, 5)
+    assert not admits_tokens(Rule.GE, 0, 1, 0) and not admits_tokens(Rule.FITS, 0, 1, 0)
+
+
+@pytest.mark.guard
+def test_OB_TOK_1_bad_bounds_name_the_problem() -> None:
+    """OB-TOK-1: bad bounds raise ValueError naming them."""
+    for bad, field in (((0, 1, 1), "servers"), ((1, -1, 1), "limit"), ((1, 1, 0), "prompt")):
+        with pytest.raises(ValueError, match=f"{field} must be an int"):
+            explore_tokens(*bad)
+    with pytest.raises(ValueError, match="'gt'"):
+        explore_tokens(1, 1, 1, rule="gt")
+    with pytest.raises(ValueError, match="more than 10 states"):
+        explore_tokens(2, 2, 2, max_states=10)
+
+
+# (N, M, W, Mt, P) -> (worst requests, worst tokens), found by the search and checked by
+# hand against M + (N-1)*min(M, W) and Mt - 1 + N*W*P (each is reached, or the other
+# limit stops it first).
+JOINT_ROWS = [
+    ((1, 2, 2, 2, 2), (2, 4)),  # tokens: one admission of 2 x 2, then the request cap
+    ((2, 1, 1, 1, 1), (2, 2)),
+    ((2, 2, 1, 2, 1), (3, 3)),
+    ((2, 2, 1, 1, 2), (3, 4)),
+    ((2, 2, 2, 2, 1), (4, 4)),
+    ((2, 2, 1, 3, 2), (3, 6)),
+]
+
+
+@pytest.mark.parametrize(("bounds", "expected"), JOINT_ROWS)
+def test_OB_TOK_4_both_limits_never_exceed_either_bound_alone(
+    bounds: tuple[int, int, int, int, int], expected: tuple[int, int]
+) -> None:
+    """OB-TOK-4: with both limits, the two passes read at different moments, yet the request
+    count stays within OB-BOUND-1 and the tokens within OB-TOK-1 (P = W * prompt)."""
+    row = explore_joint(*bounds)
+    assert (row.worst_requests, row.worst_tokens) == expected
+    servers, cap, weight, limit, prompt = bounds
+    assert row.worst_requests <= cap + (servers - 1) * min(cap, weight)
+    assert row.worst_tokens <= limit - 1 + servers * weight * prompt
+    assert row.holds
+
+
+def _bound_table(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["bound-table", "--quiet", *args])
+    return code, out.getvalue()
+
+
+def test_OB_TOK_1_bound_table_limit_tokens_prints_the_exact_rows() -> None:
+    """OB-TOK-1, OB-TOK-2: `bound-table --limit tokens` prints the rows of the search with the
+    request table's keys; the values are the formulas, written out by hand."""
+    code, out = _bound_table("--limit", "tokens", "--servers", "2", "--cap", "1-2",
+                             "--weight", "1-2", "--json")  # fmt: skip
+    assert code == 0
+    rows = json.loads(out)
+    assert {k for row in rows for k in row} >= {"protocol", "servers", "cap", "weight",
+                                                "worst_total", "bound", "states"}  # fmt: skip
+    assert [(r["cap"], r["weight"], r["worst_total"], r["bound"]) for r in rows] == [
+        (1, 1, 2, 2), (1, 2, 4, 4), (2, 1, 3, 3), (2, 2, 5, 5)
+    ]  # fmt: skip
+    code, out = _bound_table("--limit", "tokens", "--rule", "fits", "--servers", "2",
+                             "--cap", "2", "--weight", "2", "--json")  # fmt: skip
+    assert code == 0 and json.loads(out)[0]["worst_total"] == 4
+
+
+def test_OB_TOK_4_bound_table_limit_both() -> None:
+    """OB-TOK-4: `--limit both` reports each count against its own bound."""
+    code, out = _bound_table("--limit", "both", "--servers", "2", "--cap", "2", "--weight", "1",
+                             "--token-cap", "2", "--prompt", "1", "--json")  # fmt: skip
+    assert code == 0
+    (row,) = json.loads(out)
+    assert (row["worst_total"], row["bound"], row["worst_tokens"], row["token_bound"]) == (
+        3, 3, 3, 3
+    )  # fmt: skip
+    code, _ = _bound_table("--limit", "both", "--protocol", "write-then-check", "--cap", "1")
+    assert code == 2
+
+
+def test_OB_TOK_1_bound_table_flags_a_row_over_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OB-TOK-1: a search that finds more than the bound makes the command exit 1."""
+    real = explore_tokens
+
+    def one_more(*args: object) -> TokenRow:
+        found = real(*args)  # type: ignore[arg-type]
+        return dataclasses.replace(found, worst_tokens=found.worst_tokens + 1)
+
+    monkeypatch.setattr(bound_table_command, "explore_tokens", one_more)
+    code, _ = _bound_table("--limit", "tokens", "--servers", "1", "--cap", "1", "--weight", "1")
+    assert code == 1
