@@ -194,6 +194,39 @@ MODULES: dict[str, Target] = {
             "tests/test_mutation_gaps_trace_check.py",
         ),
     ),
+    "oracle/trace_bounds.py": Target(
+        "reference/queueref/oracle/trace_bounds.py",
+        (
+            "tests/test_check_trace.py",
+            "tests/test_check_trace_tokens.py",
+            "tests/test_check_trace_peak.py",
+            "tests/test_validators.py",
+            "tests/test_mutation_gaps.py",
+            "tests/test_mutation_gaps_trace_check.py",
+        ),
+    ),
+    "oracle/trace_replay.py": Target(
+        "reference/queueref/oracle/trace_replay.py",
+        (
+            "tests/test_check_trace.py",
+            "tests/test_check_trace_tokens.py",
+            "tests/test_check_trace_peak.py",
+            "tests/test_validators.py",
+            "tests/test_mutation_gaps.py",
+            "tests/test_mutation_gaps_trace_check.py",
+        ),
+    ),
+    "oracle/trace_report.py": Target(
+        "reference/queueref/oracle/trace_report.py",
+        (
+            "tests/test_check_trace.py",
+            "tests/test_check_trace_tokens.py",
+            "tests/test_check_trace_peak.py",
+            "tests/test_validators.py",
+            "tests/test_mutation_gaps.py",
+            "tests/test_mutation_gaps_trace_check.py",
+        ),
+    ),
     "oracle/trace_files.py": Target(
         "reference/queueref/oracle/trace_files.py",
         (

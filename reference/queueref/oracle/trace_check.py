@@ -38,6 +38,8 @@ from queueref.models.protocol import Protocol, parse_protocol
 # Re-exported: callers name the report, the bounds and the reading of files here.
 from queueref.oracle.trace_bounds import MODES as MODES
 from queueref.oracle.trace_bounds import TOKEN_RULES as TOKEN_RULES
+from queueref.oracle.trace_bounds import infer_max_n as infer_max_n
+from queueref.oracle.trace_bounds import locate_peak as locate_peak
 from queueref.oracle.trace_bounds import trace_bound as trace_bound
 from queueref.oracle.trace_bounds import trace_token_bound as trace_token_bound
 from queueref.oracle.trace_files import MAX_LINE_CHARS as MAX_LINE_CHARS
@@ -50,6 +52,8 @@ from queueref.oracle.trace_files import read_trace_folder as read_trace_folder
 from queueref.oracle.trace_files import trace_file as trace_file
 from queueref.oracle.trace_replay import Replay
 from queueref.oracle.trace_report import KINDS
+from queueref.oracle.trace_report import InFlight as InFlight
+from queueref.oracle.trace_report import Peak as Peak
 from queueref.oracle.trace_report import TraceReport as TraceReport
 from queueref.oracle.trace_report import Violation as Violation
 from queueref.validators import is_int_at_least
@@ -73,7 +77,7 @@ def check_admission_trace(
     events: Iterable[AdmissionEvent] | str | os.PathLike[str],
     num_servers: int,
     max_num_queued_reqs: int,
-    max_n: int = 1,
+    max_n: int | None = None,
     *,
     mode: Protocol | str = Protocol.CHECK_THEN_WRITE,
     line_numbers: Sequence[int] | None = None,
@@ -90,6 +94,10 @@ def check_admission_trace(
     ORC-TR-9), or of a folder of per-server files (ORC-TR-13).
     `line_numbers` gives the line of each event for the report (default: its
     1-based position), `files` the file of each (a folder's events).
+    `max_n` is W, the largest `n` a request may have; without it W is read
+    off the trace, the largest `n` admitted or rejected (ORC-TR-16), and the
+    report says so (`max_n_inferred`). The report locates the peak of the
+    count: its line, time and the requests in flight there (ORC-TR-17).
     `mode` is a protocol, by its name in `MODES` (ORC-TR-10; the deprecated
     `shared` and `reserve` still spell check-then-write and write-then-check).
     With `max_num_queued_tokens` the token limit is checked too: its measure
@@ -105,6 +113,8 @@ def check_admission_trace(
     >>> report = check_admission_trace(trace, num_servers=2, max_num_queued_reqs=1)
     >>> report.max_in_flight, report.bound, report.ok
     (2, 2, True)
+    >>> report.peak.line, report.peak.t, [r.request_id for r in report.peak.in_flight]
+    (2, 1.1, ['a', 'b'])
 
     :raises ValueError: a bad parameter (ORC-TR-10)
     :raises TraceFormatError: a malformed line of a trace file (ORC-TR-9)
@@ -119,8 +129,8 @@ def check_admission_trace(
         raise ValueError(
             f"ORC-TR-10: max_num_queued_reqs must be an int >= 0, got {max_num_queued_reqs!r}"
         )
-    if not is_int_at_least(max_n, 1):
-        raise ValueError(f"ORC-TR-10: max_n must be an int >= 1, got {max_n!r}")
+    if max_n is not None and not is_int_at_least(max_n, 1):
+        raise ValueError(f"ORC-TR-10: max_n must be None or an int >= 1, got {max_n!r}")
     if max_num_queued_tokens is not None and not is_int_at_least(max_num_queued_tokens, 0):
         raise ValueError(
             "ORC-TR-14: max_num_queued_tokens must be None or an int >= 0, "
@@ -143,14 +153,18 @@ def check_admission_trace(
         raise ValueError("ORC-TR-1: line_numbers must give one line per event")
     if sources is not None and len(sources) != len(trace):
         raise ValueError("ORC-TR-1: files must give one file per event")
+    for number, event in zip(numbers, trace, strict=True):
+        if not isinstance(event, AdmissionEvent):
+            raise TypeError(f"ORC-TR-1: event {number} is not an AdmissionEvent: {event!r}")
+    # ORC-TR-16: W from the trace when none is given; a given W is checked by ORC-TR-8.
+    inferred = max_n is None
+    width = infer_max_n(trace) if max_n is None else max_n
     replay = Replay(
-        chosen, num_servers, max_num_queued_reqs, max_n, max_num_queued_tokens, token_rule
+        chosen, num_servers, max_num_queued_reqs, width, max_num_queued_tokens, token_rule
     )
     for position, (number, event) in enumerate(zip(numbers, trace, strict=True)):
         replay.file = sources[position] if sources is not None else None
         replay.position = position
-        if not isinstance(event, AdmissionEvent):
-            raise TypeError(f"ORC-TR-1: event {number} is not an AdmissionEvent: {event!r}")
         replay.step(number, event)
     measure = "max_in_flight"
     if chosen in (Protocol.WRITE_THEN_CHECK, Protocol.LOCKED):
@@ -172,7 +186,8 @@ def check_admission_trace(
         if not missing:
             measure = "max_admitted_in_flight"
     largest = max_admitted_in_flight(trace) if measure != "max_in_flight" else max_in_flight(trace)
-    bound = trace_bound(chosen, num_servers, max_num_queued_reqs, max_n)
+    bound = trace_bound(chosen, num_servers, max_num_queued_reqs, width)
+    peak = locate_peak(trace, numbers, sources, admitted=measure != "max_in_flight")
     counts = {kind: sum(1 for event in trace if event.event == kind) for kind in KINDS}
     prefills = sum(1 for event in trace if event.event == "prefill_done")
     if prefills:
@@ -194,7 +209,7 @@ def check_admission_trace(
         mode=chosen.value,
         num_servers=num_servers,
         max_num_queued_reqs=max_num_queued_reqs,
-        max_n=max_n,
+        max_n=width,
         num_events=len(trace),
         max_in_flight=largest,
         measure=measure,
@@ -208,4 +223,6 @@ def check_admission_trace(
         max_request_tokens=replay.max_request_tokens,
         max_queued_tokens=max_queued_tokens,
         token_bound=bound_of_tokens,
+        max_n_inferred=inferred,
+        peak=peak,
     )
