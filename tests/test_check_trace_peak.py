@@ -365,6 +365,7 @@ def test_a_holding_bound_names_the_peak_but_lists_nothing() -> None:
 # ORC-TR-18: an empty trace is refused unless --allow-empty
 
 
+@pytest.mark.guard
 def test_an_empty_trace_is_refused_unless_allowed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

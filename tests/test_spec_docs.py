@@ -55,6 +55,9 @@ CLEAN_MODULES = (
     "oracle/vectors/queue.py",
     "oracle/vectors/tracker.py",
     "oracle/trace_files.py",
+    "oracle/trace_bounds.py",
+    "oracle/trace_replay.py",
+    "oracle/trace_report.py",
     "models/explorer.py",
     "models/search.py",
 )

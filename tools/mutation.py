@@ -189,6 +189,7 @@ MODULES: dict[str, Target] = {
         (
             "tests/test_check_trace.py",
             "tests/test_check_trace_tokens.py",
+            "tests/test_check_trace_peak.py",
             "tests/test_validators.py",
             "tests/test_mutation_gaps.py",
             "tests/test_mutation_gaps_trace_check.py",

@@ -10,7 +10,6 @@ and which requests are in flight there.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Final
 
@@ -18,6 +17,7 @@ from queueref.events import AdmissionEvent
 from queueref.models.protocol import Protocol, TokenRule, parse_protocol
 from queueref.models.protocol import bound as protocol_bound
 from queueref.models.tokens import token_bound
+from queueref.oracle.trace_replay import split_child
 from queueref.oracle.trace_report import InFlight, Peak
 
 #: The modes `check_admission_trace` knows (ORC-TR-10).
@@ -30,7 +30,8 @@ TOKEN_RULES: Final = ("ge", "fits")
 def trace_bound(
     mode: Protocol | str, num_servers: int, max_num_queued_reqs: int, max_n: int
 ) -> int:
-    """ORC-TR-10: the bound of the mode's in-flight measure (ADM-BOUND-1, ADM-BOUND-2)."""
+    """The bound of the mode's in-flight measure."""
+    # ORC-TR-10: ADM-BOUND-1 for check-then-write, ADM-BOUND-2 for write-then-check.
     return protocol_bound(parse_protocol(mode), num_servers, max_num_queued_reqs, max_n)
 
 
@@ -41,12 +42,13 @@ def trace_token_bound(
     max_num_queued_tokens: int,
     max_request_tokens: int,
 ) -> int:
-    """ORC-TR-14: the bound of the queued tokens (OB-TOK-1, OB-TOK-2, OB-TOK-3).
+    """The bound of the queued tokens.
 
     check-then-write: the N-server bound of the rule; write-then-check:
     Mt; `locked`: one server's bound (the checks are serialised); `local`: N
     times one server's bound (each checks its own tokens).
     """
+    # ORC-TR-14: OB-TOK-1 (ge), OB-TOK-2 (fits), OB-TOK-3 (write-then-check).
     token_rule = TokenRule(rule)
     chosen = parse_protocol(mode)
     if chosen is Protocol.WRITE_THEN_CHECK:
@@ -63,10 +65,6 @@ def infer_max_n(events: Sequence[AdmissionEvent]) -> int:
     """W as the trace shows it: the largest n admitted or requested (rejected), else 1."""
     # ORC-TR-16: a rejected request counts too, it was sent with that n.
     return max((event.n for event in events if event.event in ("admit", "reject")), default=1)
-
-
-#: A departure's id `k_parent` (ADM-TRK-1), as the replay reads it.
-_CHILD_ID: Final = re.compile(r"(0|[1-9][0-9]{0,3999})_(.*)", re.DOTALL)
 
 
 def _sweep_order(events: Sequence[AdmissionEvent], admitted: bool) -> list[tuple[float, int, int]]:
@@ -94,7 +92,7 @@ def locate_peak(
     *,
     admitted: bool,
 ) -> Peak | None:
-    """ORC-TR-17: where the measure first reaches its largest value, and what is in flight there.
+    """Where the measure first reaches its largest value, and what is in flight there.
 
     Two passes over the sweep (O(events log events) time, O(events) memory):
     the first finds the point, the second replays the admissions and
@@ -102,6 +100,7 @@ def locate_peak(
     (`k_parent`); one that names nothing in flight ends nothing here (the
     replay reports it). None when the count never rises above 0.
     """
+    # ORC-TR-17: the place of the peak and the requests in flight there.
     order = _sweep_order(events, admitted)
     level = best = 0
     best_at = -1
@@ -122,8 +121,8 @@ def locate_peak(
             held[0] += event.n
             continue
         if key not in open_:
-            child = _CHILD_ID.fullmatch(event.request_id)
-            key = (event.server, child.group(2)) if child is not None else key
+            child = split_child(event.request_id)  # `k_parent` (ADM-TRK-1)
+            key = (event.server, child[1]) if child is not None else key
         held_or_none = open_.get(key)
         if held_or_none is not None:
             held_or_none[0] -= event.n

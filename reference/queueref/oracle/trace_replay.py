@@ -23,11 +23,12 @@ from queueref.tracker import child_request_id
 class _Live:
     """A request in flight on one server: its `n` and the children already ended.
 
-    Children are never materialised (ORC-TR-12): child `k` of a request `r`
-    with `n > 1` is `f"{k}_{r}"` (ADM-TRK-1), alive while `k < n` and `k`
-    is not in `ended`, so memory grows with the events, not with `n`.
+    Children are never materialised: child `k` of a request `r` with `n > 1`
+    is `f"{k}_{r}"`, alive while `k < n` and `k` is not in `ended`, so memory
+    grows with the events, not with `n`.
     """
 
+    # ORC-TR-12: O(events) memory; ADM-TRK-1: the children's ids.
     n: int
     ended: set[int] = field(default_factory=set)
     tokens: int = 0  # the prompt length p of each child (ADM-EV-6)
@@ -42,7 +43,7 @@ class _Live:
 _CHILD_ID = re.compile(r"(0|[1-9][0-9]{0,3999})_(.*)", re.DOTALL)
 
 
-def _split_child(request_id: str) -> tuple[int, str] | None:
+def split_child(request_id: str) -> tuple[int, str] | None:
     """`(k, parent)` when `request_id` has the shape of a child id `k_parent`, else None."""
     match = _CHILD_ID.fullmatch(request_id)
     return (int(match.group(1)), match.group(2)) if match else None
@@ -63,7 +64,7 @@ class _Server:
 
     def live_child(self, request_id: str) -> tuple[str, int] | None:
         """`(parent, k)` when `request_id` is a child still in flight here."""
-        split = _split_child(request_id)
+        split = split_child(request_id)
         if split is None:
             return None
         k, parent = split
@@ -82,7 +83,7 @@ class _Server:
     def was_ended(self, request_id: str) -> bool:
         if request_id in self.ended:
             return True
-        split = _split_child(request_id)
+        split = split_child(request_id)
         if split is None:
             return False
         k, parent = split
@@ -173,7 +174,8 @@ class Replay:
             self.admitted_token_points.append((at, 0, -tokens))
 
     def decide_tokens(self, line: int, event: AdmissionEvent, *, admitted: bool) -> None:
-        """ORC-TR-15: the token decision fits the recorded token view, and that view fits."""
+        """The token decision fits the recorded token view, and that view fits."""
+        # ORC-TR-15
         limit = self.token_limit
         if limit is None:
             return
@@ -216,7 +218,8 @@ class Replay:
             )
 
     def prefill(self, line: int, event: AdmissionEvent) -> None:
-        """ORC-TR-14: a prefill_done ends the prefill of one internal request in flight."""
+        """A prefill_done ends the prefill of one internal request in flight."""
+        # ORC-TR-14
         state = self.server(event.server)
         target = event.request_id
         record = state.live.get(target)
@@ -254,7 +257,8 @@ class Replay:
             self.tokens_leave(event, state, leaving)
 
     def decide(self, line: int, event: AdmissionEvent, *, admitted: bool) -> None:
-        """ORC-TR-2, ORC-TR-3, ORC-TR-7: the decision fits the view; the view fits the server."""
+        """The decision fits the view; the view fits the server."""
+        # ORC-TR-2, ORC-TR-3, ORC-TR-7
         view = event.view
         if view is None:
             return  # no request limit was read (e.g. a token-limit rejection): nothing to judge
@@ -292,7 +296,8 @@ class Replay:
             )
 
     def admit(self, line: int, event: AdmissionEvent) -> None:
-        """ORC-TR-2, ORC-TR-4, ORC-TR-8: a legal admission of a request not in flight."""
+        """A legal admission of a request not in flight."""
+        # ORC-TR-2, ORC-TR-4, ORC-TR-8
         self.decide(line, event, admitted=True)
         self.decide_tokens(line, event, admitted=True)
         if event.n > self.max_n:
@@ -330,13 +335,14 @@ class Replay:
             self.token_points.append((event.t, 0, weight))
             self.admitted_token_points.append((event.t, 1, weight))
         state.ended.pop(request_id, None)
-        split = _split_child(request_id)
+        split = split_child(request_id)
         if split is not None:
             heapq.heappush(state.prefixed.setdefault(split[1], []), split[0])
         state.own += event.n
 
     def depart(self, line: int, event: AdmissionEvent) -> None:
-        """ORC-TR-4: a finish or abort ends requests in flight on that server, n of them."""
+        """A finish or abort ends requests in flight on that server, n of them."""
+        # ORC-TR-4
         state = self.server(event.server)
         target = event.request_id
         record = state.live.get(target)

@@ -94,7 +94,7 @@ class Peak:
 
 @dataclass(frozen=True)
 class TraceReport:
-    """What `check_admission_trace` found (ORC-TR-1).
+    """What `check_admission_trace` found.
 
     `max_in_flight` is the in-flight measure of the mode (`measure` names it);
     `bound` is what it must not exceed; `violations` lists every forbidden
@@ -102,6 +102,7 @@ class TraceReport:
     forbidden.
     """
 
+    # ORC-TR-1: the measure, the bound, whether it holds, the violations in trace order.
     mode: str
     num_servers: int
     max_num_queued_reqs: int
@@ -204,7 +205,8 @@ class TraceReport:
         return "\n".join(lines)
 
     def peak_lines(self) -> list[str]:
-        """ORC-TR-17: where the count peaked, the bound, and what was in flight when it broke."""
+        """Where the count peaked, the bound, and what was in flight when it broke."""
+        # ORC-TR-17
         peak = self.peak
         lines = []
         if peak is not None:
