@@ -189,6 +189,40 @@ MODULES: dict[str, Target] = {
         (
             "tests/oracle/test_check_trace.py",
             "tests/oracle/test_check_trace_tokens.py",
+            "tests/oracle/test_check_trace_peak.py",
+            "tests/package/test_validators.py",
+            "tests/admission/test_admission_pins.py",
+            "tests/oracle/test_trace_check.py",
+        ),
+    ),
+    "oracle/trace_bounds.py": Target(
+        "reference/queueref/oracle/trace_bounds.py",
+        (
+            "tests/oracle/test_check_trace.py",
+            "tests/oracle/test_check_trace_tokens.py",
+            "tests/oracle/test_check_trace_peak.py",
+            "tests/package/test_validators.py",
+            "tests/admission/test_admission_pins.py",
+            "tests/oracle/test_trace_check.py",
+        ),
+    ),
+    "oracle/trace_replay.py": Target(
+        "reference/queueref/oracle/trace_replay.py",
+        (
+            "tests/oracle/test_check_trace.py",
+            "tests/oracle/test_check_trace_tokens.py",
+            "tests/oracle/test_check_trace_peak.py",
+            "tests/package/test_validators.py",
+            "tests/admission/test_admission_pins.py",
+            "tests/oracle/test_trace_check.py",
+        ),
+    ),
+    "oracle/trace_report.py": Target(
+        "reference/queueref/oracle/trace_report.py",
+        (
+            "tests/oracle/test_check_trace.py",
+            "tests/oracle/test_check_trace_tokens.py",
+            "tests/oracle/test_check_trace_peak.py",
             "tests/package/test_validators.py",
             "tests/admission/test_admission_pins.py",
             "tests/oracle/test_trace_check.py",

@@ -65,7 +65,8 @@ def test_check_trace_prints_the_protocol_name(
     code, out, err = check_trace(worst_case, "check-then-write", capsys)
     assert code == 0 and err == ""
     assert out.splitlines()[0] == (
-        f"{worst_case}: 9 events, 3 servers, cap M=2, W=1, mode check-then-write"
+        f"{worst_case}: 9 events, 3 servers, cap M=2, W=1 (inferred: the largest n in the trace), "
+        "mode check-then-write"
     )
     assert "bound: 4 -- holds" in out
     code, out, err = check_trace(worst_case, "check-then-write", capsys, "--json")

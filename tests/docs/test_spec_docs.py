@@ -55,6 +55,9 @@ CLEAN_MODULES = (
     "oracle/vectors/queue.py",
     "oracle/vectors/tracker.py",
     "trace/files.py",
+    "oracle/trace_bounds.py",
+    "oracle/trace_replay.py",
+    "oracle/trace_report.py",
     "verify/search.py",
 )
 

@@ -542,9 +542,13 @@ def test_a_trace_folder_is_read_per_server(
     )
 
 
-def test_an_empty_trace_file_is_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """ORC-TR-11: no events, no servers named: one server, nothing forbidden, exit 0."""
+def test_an_empty_trace_file_is_checked_only_when_allowed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ORC-TR-11, ORC-TR-18: no events: exit 2; with --allow-empty one server, exit 0."""
     path = tmp_path / "empty.jsonl"
     path.write_text("\n", encoding="utf-8")
-    assert main(["check-trace", str(path), "--cap", "1"]) == 0
+    assert main(["check-trace", str(path), "--cap", "1"]) == 2
+    assert "the trace holds no events" in capsys.readouterr().err
+    assert main(["check-trace", str(path), "--cap", "1", "--allow-empty"]) == 0
     assert "0 events, 1 servers" in capsys.readouterr().out

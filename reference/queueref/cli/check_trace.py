@@ -6,8 +6,11 @@ the bound holds (and, with `--max-num-queued-tokens`, the token bound,
 ORC-TR-14) and no recorded decision is forbidden, 1 when something is
 forbidden or the bound is broken, 2 when the input cannot be read or a line
 breaks the schema -- then one line on stderr names the file, the line and
-the field, and there is no traceback (ORC-TR-9). Time and memory grow with
-the number of events only (ORC-TR-12).
+the field, and there is no traceback (ORC-TR-9), or when the trace holds no
+event and `--allow-empty` is not given (ORC-TR-18). Without `--max-n`, W is
+the largest `n` in the trace (ORC-TR-16). A broken bound is located: the
+line and time of the peak and the requests in flight there (ORC-TR-17).
+Time and memory grow with the number of events only (ORC-TR-12).
 
 `--mode` takes a protocol by its name (the deprecated `shared` / `reserve`
 with a note); the report prints that name. A trace file holds no protocol
@@ -37,7 +40,7 @@ HELP = "check a recorded admission trace (a JSON Lines file or a serve --trace f
 EXIT_CODES = exit_codes(
     "0  the bound holds and no recorded decision is forbidden",
     "1  a forbidden decision, or the bound is broken",
-    "2  bad usage, or the trace cannot be read or breaks the schema (one line on stderr)",
+    "2  bad usage, or the trace cannot be read, breaks the schema or is empty (one line on stderr)",
 )
 
 
@@ -66,8 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-n",
         type=int_at_least(1),
-        default=1,
-        help="W, the largest n (parallel samples) a request may have (default 1)",
+        default=None,
+        help="W, the largest n (parallel samples) a request may have (default: the largest n "
+        "admitted or rejected in the trace, and the report says W was inferred)",
     )
     add_protocol_argument(
         parser,
@@ -90,6 +94,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=TOKEN_RULES,
         default="ge",
         help="the token rule the servers ran (ge: vLLM 0.30.0, the default; fits)",
+    )
+    parser.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="accept a trace with no events (default: exit 2, nothing was recorded)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -125,7 +134,7 @@ def _servers_of_file(
 
 
 def run(args: argparse.Namespace) -> int:
-    """ORC-TR-9, ORC-TR-11, ORC-TR-13: report, and exit 0 / 1, or 2 with one line on stderr."""
+    """ORC-TR-9, ORC-TR-11, ORC-TR-13, ORC-TR-18: report; exit 0 / 1, or 2 with one line."""
     path = args.file
     files: list[str] | None = None
     try:
@@ -142,6 +151,14 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         print(
             f"queueref check-trace: cannot read {path}: {error.strerror or error}",
+            file=sys.stderr,
+        )
+        return 2
+    if not events and not args.allow_empty:
+        # ORC-TR-18: an empty recording is a recording that failed, not a clean run.
+        print(
+            f"queueref check-trace: {path}: the trace holds no events, nothing to check "
+            "(pass --allow-empty to accept it)",
             file=sys.stderr,
         )
         return 2
