@@ -113,6 +113,11 @@ def ratio_text(worst: int, cap: int) -> str:
     return f"{worst / cap:.3f}".rstrip("0").rstrip(".")
 
 
+def times_m(worst: int, cap: int) -> str:
+    """` (1.3x M)`, or nothing for a cap of 0 (nothing is admitted)."""
+    return f" ({ratio_text(worst, cap)}x M)" if cap else ""
+
+
 def cap_within(servers: int, target: int, weight: int) -> int:
     """The largest cap whose check-then-write worst count is at most `target`."""
     low, high = 0, target  # the bound is at least the cap and grows with it
@@ -190,7 +195,8 @@ def report(args: argparse.Namespace) -> dict[str, object]:
     out: dict[str, object] = {
         "servers": n, "cap": m, "weight": w, "protocol": CHECK_THEN_WRITE,
         "worst_total": worst, "ratio": ratio(worst, m),
-        "formula": "M + (N - 1) * min(M, W)", "no_better_than_local": n > 1 and worst == n * m,
+        "formula": "M + (N - 1) * min(M, W)",
+        "no_better_than_local": n > 1 and m >= 1 and worst == n * m,
         "protocols": protocols,
         "cap_for_target": cap_within(n, m, w),
         "cap_for_target_worst": bound(Protocol.CHECK_THEN_WRITE, n, cap_within(n, m, w), w),
@@ -250,13 +256,13 @@ def print_text(data: dict[str, object]) -> None:
     print(f"check-then-write (vLLM 0.30.0), N={n} servers, M={m}, W={w}:")
     print(
         f"  worst global count {worst} = M + (N - 1) * min(M, W) = {m} + {n - 1} * {min(m, w)}"
-        f" ({ratio_text(int(str(worst)), m)}x M)"
+        + times_m(int(str(worst)), m)
     )
     print("every protocol at these numbers:")
     for row in data["protocols"]:  # type: ignore[attr-defined]
         keeps = "keeps the cap" if row["keeps_cap"] else "over the cap"
-        times = ratio_text(row["worst_total"], m)
-        print(f"  {row['protocol']:<17} {row['worst_total']:>10}  ({times}x M)  {keeps}")
+        times = times_m(row["worst_total"], m)
+        print(f"  {row['protocol']:<17} {row['worst_total']:>10} {times}  {keeps}")
     for line in hint(data):
         print(f"hint: {line}")
     tokens = data.get("tokens")

@@ -51,7 +51,7 @@ class Phase:
 
 
 def tight_schedule(servers: int, cap: int, weight: int) -> tuple[Phase, ...]:
-    """OB-BOUND-2's construction for (N, M, W), as phases (none when M = 0)."""
+    """The construction of the tightness proof for (N, M, W), as phases (none when M = 0)."""
     # OB-BOUND-2: the schedule of Tightness.v:tight_schedule, phase for phase.
     if servers < 1 or cap < 0 or weight < 1:
         raise ValueError("need servers >= 1, cap >= 0, weight >= 1")
