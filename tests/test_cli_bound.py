@@ -20,8 +20,21 @@ import pytest
 from queueref.cli import main
 from queueref.commands import bound as bound_command
 from queueref.models.explorer import CheckThenWrite, Step, explore, replay
-from queueref.models.protocol import Check, Protocol, admits_check_then_write, bound
-from queueref.models.tight_witness import Phase, tight_schedule
+from queueref.models.protocol import (
+    Check,
+    Protocol,
+    TokenRule,
+    admits_check_then_write,
+    admits_tokens,
+    bound,
+)
+from queueref.models.tight_witness import (
+    Phase,
+    expand,
+    replay_tokens,
+    tight_schedule,
+    token_schedule,
+)
 from queueref.models.tokens import explore_tokens
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -286,7 +299,9 @@ def test_the_token_limit_worst_counts() -> None:
     """OB-CLI-3: rule ge Mt - 1 + N * P, rule fits Mt + (N - 1) * min(Mt, P), and Mt
     admitted under write-then-check; ge agrees with the exhaustive token search."""
     data = report(4, 10, 2, "--max-num-queued-tokens", "8192", "--prompt-tokens", "4096")
-    assert data["tokens"] == {
+    tokens = data["tokens"]
+    assert isinstance(tokens, dict)
+    assert {key: value for key, value in tokens.items() if key != "witness"} == {
         "max_num_queued_tokens": 8192, "prompt_tokens": 4096,
         "ge": 8191 + 4 * 4096, "fits": 8192 + 3 * 4096, "write-then-check": 8192,
     }  # fmt: skip
@@ -366,3 +381,75 @@ def test_the_spec_witness_is_what_the_command_prints() -> None:
     code, out, _ = run(argv.split())
     assert code == 0 and out[out.index("witness:") :] == block.group(1)
     assert "```mermaid\nsequenceDiagram" in text
+
+
+def replay_token_steps(
+    servers: int, limit: int, rule: TokenRule, steps: list[dict[str, int | str]]
+) -> list[int]:
+    """The queued tokens after `steps`, with the protocol's `Check` and token decision."""
+    queued = [0] * servers
+    checks: dict[int, Check] = {}
+    for step in steps:
+        p, action = int(step["server"]), step["action"]
+        if action == "start":
+            assert p not in checks, step
+            checks[p] = Check(int(step["n"]))
+        elif action == "read":
+            assert int(step["slot"]) == checks[p].next_slot, step
+            checks[p] = checks[p].read(queued[int(step["slot"])])
+        else:
+            check = checks.pop(p)
+            assert action == "admit" and check.done(servers), step
+            assert admits_tokens(rule, check.view, check.n, limit), step
+            queued[p] += check.n
+    return queued
+
+
+@pytest.mark.parametrize(
+    ("servers", "limit", "prompt"), [(4, 8192, 4096), (3, 10, 4), (16, 1000, 3)]
+)
+def test_the_token_witness_reaches_the_worst_queued_tokens(
+    servers: int, limit: int, prompt: int
+) -> None:
+    """OB-CLI-3: the printed token witness (rule ge), replayed, ends at Mt - 1 + N * P."""
+    data = report(servers, 10, 1, "--max-num-queued-tokens", str(limit),
+                  "--prompt-tokens", str(prompt))  # fmt: skip
+    tokens = data["tokens"]
+    assert isinstance(tokens, dict)
+    steps = witness_steps({"witness": tokens["witness"]})
+    worst = limit - 1 + servers * prompt
+    assert sum(replay_token_steps(servers, limit, TokenRule.GE, steps)) == worst
+    assert tokens["witness"]["total"] == tokens["ge"] == worst
+
+
+@pytest.mark.parametrize(
+    ("servers", "limit", "prompt"), [(2, 1, 1), (2, 3, 2), (3, 2, 1), (2, 2, 3)]
+)
+@pytest.mark.parametrize("rule", [TokenRule.GE, TokenRule.FITS])
+def test_the_token_constructions_reach_the_exhaustive_worst(
+    servers: int, limit: int, prompt: int, rule: TokenRule
+) -> None:
+    """OB-CLI-3: both rules' constructions replay to the exhaustive search's worst."""
+    searched = explore_tokens(servers, limit, prompt, rule.value, "check-then-write")
+    replayed = replay_tokens(
+        servers, limit, prompt, rule, expand(token_schedule(servers, limit, prompt, rule))
+    )
+    assert replayed.total == searched.worst_tokens == searched.bound
+
+
+def test_a_broken_token_construction_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OB-CLI-3: a token schedule one alone-admission too long is refused (the servers'
+    checks then read Mt, which rule ge rejects), exit 1 and one line."""
+
+    def one_more(servers: int, limit: int, prompt: int, rule: TokenRule) -> tuple[Phase, ...]:
+        phases = token_schedule(servers, limit, prompt, rule)
+        extra = Phase(1, (Step("start", 0, 1), *(Step("read", 0, k) for k in range(servers)),
+                          Step("admit", 0)))  # fmt: skip
+        return (*phases[:-1], extra, phases[-1])
+
+    monkeypatch.setattr(bound_command, "token_schedule", one_more)
+    code, out, err = run(["bound", "--servers", "2", "--cap", "10", "--weight", "1",
+                          "--max-num-queued-tokens", "10", "--prompt-tokens", "4"])  # fmt: skip
+    assert (code, out) == (1, "")
+    assert err.startswith("queueref bound: the witness is not a run of check-then-write: step ")
+    assert err.count("\n") == 1

@@ -19,9 +19,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Iterable
 
 from queueref.commands.args import exit_codes, int_at_least
-from queueref.models.admission_models import CHECK_THEN_WRITE, StateLimitExceeded
+from queueref.models.admission_models import CHECK_THEN_WRITE, StateLimitExceeded, Step
 from queueref.models.protocol import Protocol, bound
 from queueref.models.search import explore
 from queueref.models.tight_witness import (
@@ -29,8 +30,10 @@ from queueref.models.tight_witness import (
     describe,
     expand,
     replay_check_then_write,
+    replay_tokens,
     schedule_length,
     tight_schedule,
+    token_schedule,
 )
 from queueref.models.tokens import Rule, token_bound
 
@@ -171,6 +174,27 @@ def find_witness(servers: int, cap: int, weight: int, source: str) -> tuple[str,
     )
 
 
+def replayed_witness(
+    source: str, phases: tuple[Phase, ...], replay: Callable[[Iterable[Step]], tuple[int, ...]]
+) -> dict[str, object]:
+    """The JSON of a witness, with the counts its replay ends at (None when too long)."""
+    # OB-CLI-2: replayed before it is shown. Past REPLAY_STEPS the replay would take
+    # seconds per million steps: the construction is proved to reach the count for every
+    # N, M, W (Tightness.v), and the output says it was not run.
+    length = schedule_length(phases)
+    slots: list[int] | None = None
+    if length <= REPLAY_STEPS:
+        try:
+            slots = list(replay(expand(phases)))
+        except ValueError as error:
+            raise WitnessError(f"the witness is not a run of check-then-write: {error}") from None
+    return {
+        "source": source, "length": length, "replayed": slots is not None,
+        "phases": [phase.to_json() for phase in phases],
+        "slots": slots, "total": None if slots is None else sum(slots),
+    }  # fmt: skip
+
+
 def report(args: argparse.Namespace) -> dict[str, object]:
     """Everything `queueref bound` prints, as JSON-ready data."""
     # OB-CLI-1: the worst count is the protocol's bound; every protocol's worst beside it.
@@ -178,15 +202,9 @@ def report(args: argparse.Namespace) -> dict[str, object]:
     worst = bound(Protocol.CHECK_THEN_WRITE, n, m, w)
     source, phases = find_witness(n, m, w, str(args.witness_from))
     # OB-CLI-2: the witness is replayed through the step functions before it is shown.
-    # Past REPLAY_STEPS the replay would take seconds per million steps: the construction
-    # is proved to reach the count for every N, M, W (Tightness.v), and says it was not run.
-    length = schedule_length(phases)
-    slots: list[int] | None = None
-    if length <= REPLAY_STEPS:
-        try:
-            slots = list(replay_check_then_write(n, m, w, expand(phases)).slots)
-        except ValueError as error:
-            raise WitnessError(f"the witness is not a run of check-then-write: {error}") from None
+    witness = replayed_witness(
+        source, phases, lambda steps: replay_check_then_write(n, m, w, steps).slots
+    )
     protocols = [
         {"protocol": p.value, "worst_total": bound(p, n, m, w),
          "ratio": ratio(bound(p, n, m, w), m), "keeps_cap": bound(p, n, m, w) <= m}
@@ -200,11 +218,7 @@ def report(args: argparse.Namespace) -> dict[str, object]:
         "protocols": protocols,
         "cap_for_target": cap_within(n, m, w),
         "cap_for_target_worst": bound(Protocol.CHECK_THEN_WRITE, n, cap_within(n, m, w), w),
-        "witness": {
-            "source": source, "length": length, "replayed": slots is not None,
-            "phases": [phase.to_json() for phase in phases],
-            "slots": slots, "total": None if slots is None else sum(slots),
-        },
+        "witness": witness,
     }  # fmt: skip
     if args.max_num_queued_tokens is not None:
         # OB-CLI-3: the token limit's worst counts, from the bounds of OB-TOK-1..3.
@@ -214,6 +228,10 @@ def report(args: argparse.Namespace) -> dict[str, object]:
             "ge": token_bound(Rule.GE, False, n, mt, p),
             "fits": token_bound(Rule.FITS, False, n, mt, p),
             "write-then-check": token_bound(Rule.FITS, True, n, mt, p),
+            "witness": replayed_witness(
+                "construction (rule ge)", token_schedule(n, mt, p, Rule.GE),
+                lambda steps: replay_tokens(n, mt, p, Rule.GE, steps).slots,
+            ),
         }  # fmt: skip
     return out
 
@@ -276,8 +294,19 @@ def print_text(data: dict[str, object]) -> None:
     witness = data["witness"]
     assert isinstance(witness, dict)
     print(f"witness: {witness['length']} steps, from the {witness['source']}:")
+    print_witness(witness)
+    if isinstance(tokens, dict):
+        token_witness = tokens["witness"]
+        print(f"token witness (rule ge): {token_witness['length']} steps, queued tokens:")
+        print_witness(token_witness)
+
+
+def print_witness(witness: dict[str, object]) -> None:
+    """The phases, a line a step (a server's reads of every slot on one line)."""
     number = 0
-    for entry in witness["phases"]:
+    phases = witness["phases"]
+    assert isinstance(phases, list)
+    for entry in phases:
         phase = Phase.from_json(entry)
         if phase.title:
             times = f", {phase.repeat} times" if phase.repeat > 1 else ""
@@ -323,11 +352,15 @@ def run(args: argparse.Namespace) -> int:
         print_text(data)
     witness = data["witness"]
     assert isinstance(witness, dict)
-    if witness["replayed"] and witness["total"] != data["worst_total"]:
-        print(
-            f"queueref bound: the witness reaches {witness['total']}, "
-            f"not the worst count {data['worst_total']}",
-            file=sys.stderr,
-        )
-        return 1
+    pairs = [(witness, data["worst_total"], "the worst count")]
+    tokens = data.get("tokens")
+    if isinstance(tokens, dict):
+        pairs.append((tokens["witness"], tokens["ge"], "the worst queued tokens"))
+    for found, wanted, what in pairs:
+        if found["replayed"] and found["total"] != wanted:
+            print(
+                f"queueref bound: the witness reaches {found['total']}, not {what} {wanted}",
+                file=sys.stderr,
+            )
+            return 1
     return 0

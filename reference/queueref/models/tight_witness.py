@@ -12,6 +12,10 @@ reaches it"; `proofs/coq/Tightness.v`, `tight_schedule`), with w = min(M, W):
 The global count is then M - w + N * w = M + (N - 1) * w. The schedule is kept as phases
 with a repeat count, so it stays small when M is large.
 
+`token_schedule` and `replay_tokens` are the same for the shared token limit
+(`queueref.models.tokens`: counts of queued prompt tokens, vLLM 0.30.0's `ge` rule or the
+`fits` opt-in).
+
 `replay_check_then_write` runs any check-then-write schedule -- the constructed one or a
 witness of the search -- through the step functions of `queueref.models.protocol`
 (`Check`, `admits_check_then_write`), with the steps and labels of the explorer's
@@ -24,7 +28,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from queueref.models.admission_models import Step
-from queueref.models.protocol import Check, admits_check_then_write
+from queueref.models.protocol import Check, TokenRule, admits_check_then_write, admits_tokens
 
 
 @dataclass(frozen=True)
@@ -180,3 +184,74 @@ def describe(steps: Sequence[Step]) -> list[str]:
         lines.append(step.describe())
         i += 1
     return lines
+
+
+def token_schedule(servers: int, limit: int, prompt: int, rule: TokenRule) -> tuple[Phase, ...]:
+    """The check-then-write schedule that reaches the worst queued tokens of `rule`.
+
+    Like the request construction, with tokens for slots: server 0 admits alone, in
+    requests of at most P tokens, until its count is Mt - 1 (rule ge: a check that reads
+    Mt - 1 still admits a whole prompt) or Mt - min(Mt, P) (rule fits); then every server
+    checks a request of P (ge) or min(Mt, P) (fits) tokens, all read before any decides.
+    Nothing is admitted when Mt = 0 (no phases).
+    """
+    # OB-TOK-1, OB-TOK-2: the schedules that reach token_bound.
+    if servers < 1 or limit < 0 or prompt < 1:
+        raise ValueError("need servers >= 1, limit >= 0, prompt >= 1")
+    if limit == 0:
+        return ()
+    ge = TokenRule(rule) is TokenRule.GE
+    last = prompt if ge else min(limit, prompt)
+    alone = limit - 1 if ge else limit - last
+    reads = range(servers)
+
+    def one(tokens: int) -> tuple[Step, ...]:
+        return (Step("start", 0, tokens), *(Step("read", 0, k) for k in reads), Step("admit", 0))
+
+    phases: list[Phase] = []
+    if alone // prompt:
+        phases.append(Phase(alone // prompt, one(prompt), f"server 0 admits {prompt} tokens alone"))
+    if alone % prompt:
+        phases.append(Phase(1, one(alone % prompt), f"server 0 admits {alone % prompt} more"))
+    together = (
+        *(Step("start", p, last) for p in range(servers)),
+        *(Step("read", p, k) for p in range(servers) for k in reads),
+        *(Step("admit", p) for p in range(servers)),
+    )
+    phases.append(Phase(1, together, f"every server checks {last} tokens; all read first"))
+    return tuple(phases)
+
+
+def replay_tokens(
+    servers: int, limit: int, prompt: int, rule: TokenRule, steps: Iterable[Step]
+) -> Replayed:
+    """Run a check-then-write token schedule from all counts 0 (`ValueError` naming the
+    first step not enabled): `start` t (1 <= t <= P), `read` the next server's queued
+    tokens, `admit` once every count is read and `admits_tokens` agrees."""
+    # OB-ONE-1: the token decision is the protocol's own step function.
+    queued = [0] * servers
+    checks: list[Check | None] = [None] * servers
+    count = 0
+    for count, step in enumerate(steps, 1):
+        p = step.server
+        check = checks[p] if 0 <= p < servers else None
+        if (
+            step.action == "start"
+            and 0 <= p < servers
+            and check is None
+            and 1 <= step.arg <= prompt
+        ):
+            checks[p] = Check(step.arg)
+        elif step.action == "read" and check is not None and step.arg == check.next_slot < servers:
+            checks[p] = check.read(queued[step.arg])
+        elif (
+            step.action == "admit"
+            and check is not None
+            and check.done(servers)
+            and admits_tokens(rule, check.view, check.n, limit)
+        ):
+            queued[p] += check.n
+            checks[p] = None
+        else:
+            raise ValueError(f"step {count} ({step}) is not enabled")
+    return Replayed(tuple(queued), count)
