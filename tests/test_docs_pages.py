@@ -4,7 +4,8 @@ Each page's blocks are taken from the Markdown and run as a reader would: shell 
 with bash in a fresh folder, with this checkout's `.venv/bin` first on the path (the
 pages say to activate it), Python blocks with this interpreter. Output a page shows is
 compared with what the commands print. The blocks that serve, load and run the
-experiment take half a minute each and are marked `slow` (`make soak`).
+experiment take half a minute each, as does the fixture file run twice under pytest;
+they are marked `slow` (`make soak`).
 """
 
 from __future__ import annotations
@@ -117,6 +118,7 @@ def test_oracle_page_three_lines_and_the_command(tmp_path: Path) -> None:
     assert "queueref:FCFSRequestQueue behaves like queueref's 'fcfs' reference queue" in done.stdout
 
 
+@pytest.mark.slow  # two pytest runs, ~40 s; the README's fixture example runs in make test
 def test_oracle_page_fixtures_pass_and_catch_the_bug_the_page_names(tmp_path: Path) -> None:
     """docs/oracle-in-your-project.md: the test file passes under pytest as written; with
     the page's broken prepend_requests, the fixture fails naming RQ-FCFS-4."""
