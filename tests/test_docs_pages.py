@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from test_oracle_plugin import clean_environment
+from test_readme import run_pytest, write_vllm_shaped
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -109,7 +110,7 @@ def test_bound_page(tmp_path: Path) -> None:
 
 def test_oracle_page_three_lines_and_the_command(tmp_path: Path) -> None:
     """docs/oracle-in-your-project.md: the three lines pass; the CI command exits 0."""
-    three, _fixtures = blocks("oracle-in-your-project.md", "python")
+    three = blocks("oracle-in-your-project.md", "python")[0]
     done = python(three, tmp_path)
     assert done.returncode == 0 and done.stdout == "", done.stderr
     command = blocks("oracle-in-your-project.md", "sh")[-1]
@@ -122,7 +123,7 @@ def test_oracle_page_three_lines_and_the_command(tmp_path: Path) -> None:
 def test_oracle_page_fixtures_pass_and_catch_the_bug_the_page_names(tmp_path: Path) -> None:
     """docs/oracle-in-your-project.md: the test file passes under pytest as written; with
     the page's broken prepend_requests, the fixture fails naming RQ-FCFS-4."""
-    _three, fixtures = blocks("oracle-in-your-project.md", "python")
+    fixtures = blocks("oracle-in-your-project.md", "python")[1]
     run_pytest = blocks("oracle-in-your-project.md", "sh")[1]
     (tmp_path / "test_my_queue.py").write_text(fixtures, encoding="utf-8")
     done = shell(run_pytest, tmp_path, timeout=300)
@@ -135,6 +136,30 @@ def test_oracle_page_fixtures_pass_and_catch_the_bug_the_page_names(tmp_path: Pa
     done = shell(run_pytest, tmp_path, timeout=300)
     assert done.returncode == 1 and "1 failed, 1 passed" in done.stdout
     assert "RQ-FCFS-4: prepend_requests puts the other queue's requests in front" in done.stdout
+
+
+def test_oracle_page_vectors(tmp_path: Path) -> None:
+    """docs/oracle-in-your-project.md: the vectors command writes the index it names."""
+    vectors = blocks("oracle-in-your-project.md", "sh")[2]
+    assert vectors.startswith("queueref vectors")
+    done = shell(vectors, tmp_path)
+    assert done.returncode == 0 and "all agree" in done.stdout, done.stderr
+    assert (tmp_path / "build" / "vectors" / "index.json").is_file()
+
+
+@pytest.mark.slow  # pytest on a vLLM-shaped package, twice
+def test_oracle_page_vllm_example(tmp_path: Path) -> None:
+    """docs/oracle-in-your-project.md: the vLLM example passes on the vLLM-shaped queues
+    of tests/test_readme.py (never vLLM's code) and names RQ-FCFS-4 when FCFS loses the
+    reversal."""
+    example = blocks("oracle-in-your-project.md", "python")[2]
+    assert "from vllm.v1.core.sched.request_queue import" in example
+    for broken, verdict in ((False, "3 passed"), (True, "2 failed, 1 passed")):
+        write_vllm_shaped(tmp_path, broken=broken)
+        (tmp_path / "test_request_queue_oracle.py").write_text(example, encoding="utf-8")
+        output = run_pytest(tmp_path, "test_request_queue_oracle.py")
+        assert verdict in output, output
+    assert "RQ-FCFS-4: prepend_requests puts the other queue's requests in front" in output
 
 
 def test_traces_page(tmp_path: Path) -> None:
