@@ -168,7 +168,9 @@ def test_traces_page(tmp_path: Path) -> None:
     check, check_recorded = blocks("traces.md", "sh")
     done = shell(check, tmp_path)
     assert done.returncode == 0 and "bound: 4 -- holds" in done.stdout, done.stderr
-    recorder, by_hand, sketch = blocks("traces.md", "python")
+    from_python, recorder, by_hand, sketch = blocks("traces.md", "python")
+    done = python(from_python, tmp_path)
+    assert (done.returncode, done.stdout) == (0, "2 2 True\n"), done.stderr
     (tmp_path / "trace_recorder.py").write_text(recorder, encoding="utf-8")
     done = python(by_hand, tmp_path)
     assert done.returncode == 0, done.stderr
@@ -183,7 +185,7 @@ def test_traces_page(tmp_path: Path) -> None:
 def test_traces_page_recorder_catches_a_misplaced_stamp(tmp_path: Path) -> None:
     """docs/traces.md: the same records with the departure stamped before the admission
     it ends are refused by the checker (the page's stamping rule matters)."""
-    recorder, by_hand, _ = blocks("traces.md", "python")
+    _, recorder, by_hand, _ = blocks("traces.md", "python")
     (tmp_path / "trace_recorder.py").write_text(recorder, encoding="utf-8")
     early = by_hand.replace(
         'server0.decided("a", n=1, view=0, admitted=True)',
