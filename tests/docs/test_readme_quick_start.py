@@ -29,6 +29,7 @@ def test_the_quick_start_is_short_and_uses_the_venv() -> None:
     block = quick_start()
     assert block.startswith("make setup")
     assert "queueref experiment" in block and "check_request_queue" in block
+    assert "queueref bound " in block
     # every command after set-up is called through .venv/bin: nothing to activate first
     commands = [line for line in block.splitlines() if line and not line.startswith((" ", "make"))]
     assert all(line.startswith(".venv/bin/") or not line[0].isalpha() for line in commands[:-2])
@@ -45,6 +46,8 @@ def test_the_quick_start_runs_as_written() -> None:
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
     assert "usage: queueref" in output
+    # The deployment's bound: 4 servers, cap 10, W = 1 -> 10 + 3 * 1.
+    assert "worst global count 13 = M + (N - 1) * min(M, W)" in output
     # The bound table: N = 3, M = 2, W = 2 reaches M + (N-1)*min(M, W) = 6.
     assert re.search(r"^\s+3\s+2\s+2\s+6\s+6\s", output, re.M), output[-4000:]
     # The experiment's table: local reaches N*M = 40; write-then-check never exceeds M = 10.

@@ -18,6 +18,7 @@ from typing import NoReturn
 # name -> module under queueref.cli; each module has HELP, add_arguments, run
 # (and optionally EXIT_CODES, shown at the end of its --help).
 COMMANDS: dict[str, str] = {
+    "bound": "bound",
     "bound-table": "bound_table",
     "check-trace": "check_trace",
     "check-queue": "check_queue",
