@@ -186,7 +186,7 @@ def test_serve_command_metrics_trace_and_sigterm(tmp_path: Path) -> None:
         assert load.ok > 0 and load.busy > 0 and load.bad_busy_bodies == 0
         status, text = _get(f"{url}/metrics")
         assert status == 200
-        assert 'vllm:num_requests_running{server="' in text
+        assert 'vllm:num_requests_running{model_name="queueref-simulated",server="' in text
         assert "queueref:global_num_requests_running" in text
         # E2E-CLI-5: the deprecated `--admission shared` runs, and is shown as, check-then-write.
         assert 'queueref:max_num_queued_reqs{mode="check-then-write"} 3' in text

@@ -26,6 +26,13 @@ from typing import Any
 
 from queueref.admission import AdmissionRejected, SharedAdmissionStats
 from queueref.front import APIServer
+from queueref.http_metrics import (
+    MODEL_NAME,
+    REJECTION_REASONS,
+    RejectionCounts,
+    family,
+    rejection_reason,
+)
 from queueref.http_store import StoreFront
 from queueref.http_wire import (
     COMPLETION_PATHS,
@@ -74,8 +81,15 @@ class CompletionApp:
         id_prefix: str | None = None,
         restarts: Callable[[], list[dict[str, int]]] | None = None,
         store: StoreFront | None = None,
+        rejections: RejectionCounts | None = None,
     ) -> None:
         self._api = api
+        # E2E-SRV-9: one array shared by the servers of a group; alone, a server's own.
+        self._rejections = (
+            rejections
+            if rejections is not None
+            else RejectionCounts([0] * len(REJECTION_REASONS), 1, 0)
+        )
         self._store = store  # serve --store: admission through the multi-node store
         self._service = service_time_ms / 1000.0
         self._prefill = prefill_ms / 1000.0
@@ -118,55 +132,107 @@ class CompletionApp:
         return self._api.controller.read_queued_tokens()
 
     def metrics_text(self) -> str:
-        """Prometheus text exposition of this server's and the global count (E2E-SRV-3)."""
-        index = self._api.server_index
+        """Prometheus text of this server's and the global counts (E2E-SRV-3, E2E-SRV-9)."""
+        index = str(self._api.server_index)
+        own = {"server": index}
+        vllm_labels = {"model_name": MODEL_NAME, "server": index}
         limit = self._api.controller.max_num_queued_reqs
         token_limit = self._api.controller.max_num_queued_tokens
+        unfinished = self._api.tracker.get_num_unfinished_requests()
+        rule = self._api.controller.token_rule.value
         lines = [
-            "# HELP vllm:num_requests_running Requests admitted and unfinished on this server.",
-            "# TYPE vllm:num_requests_running gauge",
-            f'vllm:num_requests_running{{server="{index}"}} '
-            f"{self._api.tracker.get_num_unfinished_requests()}",
-            "# HELP queueref:global_num_requests_running Sum of every server's shared slot.",
-            "# TYPE queueref:global_num_requests_running gauge",
-            f'queueref:global_num_requests_running{{server="{index}"}} {self.global_running()}',
-            "# HELP queueref:max_num_queued_reqs The cap M.",
-            "# TYPE queueref:max_num_queued_reqs gauge",
-            f'queueref:max_num_queued_reqs{{mode="{self._mode}"}} '
-            f"{limit if limit is not None else -1}",
-            "# HELP queueref:num_queued_tokens Prompt tokens of this server still in prefill.",
-            "# TYPE queueref:num_queued_tokens gauge",
-            f'queueref:num_queued_tokens{{server="{index}"}} '
-            f"{self._api.tracker.get_num_queued_tokens()}",
-            "# HELP queueref:global_num_queued_tokens Sum of counter 1 of every server's slot.",
-            "# TYPE queueref:global_num_queued_tokens gauge",
-            f'queueref:global_num_queued_tokens{{server="{index}"}} {self.global_queued_tokens()}',
-            "# HELP queueref:max_num_queued_tokens The token cap Mt (-1: none).",
-            "# TYPE queueref:max_num_queued_tokens gauge",
-            f'queueref:max_num_queued_tokens{{mode="{self._mode}",'
-            f'rule="{self._api.controller.token_rule.value}"}} '
-            f"{token_limit if token_limit is not None else -1}",
-            "# HELP queueref:requests_total Outcomes of this server's completion requests.",
-            "# TYPE queueref:requests_total counter",
-            f'queueref:requests_total{{server="{index}",outcome="admitted"}} {self.admitted}',
-            f'queueref:requests_total{{server="{index}",outcome="rejected"}} {self.rejected}',
-            f'queueref:requests_total{{server="{index}",outcome="aborted"}} {self.aborted}',
-            f'queueref:requests_total{{server="{index}",outcome="bad_request"}} '
-            f"{self.bad_requests}",
+            # E2E-SRV-9: vLLM's name keeps vLLM's meaning (requests in the engine), per server.
+            *family(
+                "vllm:num_requests_running",
+                "gauge",
+                "Number of requests in model execution batches, of THIS server's simulated "
+                "engine only (per server; not the deployment's count, which is "
+                "queueref:global_num_requests_running).",
+                [(vllm_labels, unfinished)],
+            ),
+            *family(
+                "queueref:num_requests_running",
+                "gauge",
+                "This server's own unfinished requests: the count it writes into its slot.",
+                [(own, unfinished)],
+            ),
+            *family(
+                "queueref:global_num_requests_running",
+                "gauge",
+                "The global count admission reads: the sum of every server's slot "
+                "(the same on every server; in local mode a display admission never reads).",
+                [(own, self.global_running())],
+            ),
+            *family(
+                "queueref:max_num_queued_reqs",
+                "gauge",
+                "The cap M.",
+                [({"mode": self._mode}, limit if limit is not None else -1)],
+            ),
+            *family(
+                "queueref:num_queued_tokens",
+                "gauge",
+                "Prompt tokens of this server still in prefill.",
+                [(own, self._api.tracker.get_num_queued_tokens())],
+            ),
+            *family(
+                "queueref:global_num_queued_tokens",
+                "gauge",
+                "Sum of counter 1 of every server's slot.",
+                [(own, self.global_queued_tokens())],
+            ),
+            *family(
+                "queueref:max_num_queued_tokens",
+                "gauge",
+                "The token cap Mt (-1: none).",
+                [
+                    (
+                        {"mode": self._mode, "rule": rule},
+                        token_limit if token_limit is not None else -1,
+                    )
+                ],
+            ),
+            *family(
+                "queueref:requests",
+                "counter",
+                "Outcomes of this server's completion requests.",
+                [
+                    ({"server": index, "outcome": outcome}, count)
+                    for outcome, count in (
+                        ("admitted", self.admitted),
+                        ("rejected", self.rejected),
+                        ("aborted", self.aborted),
+                        ("bad_request", self.bad_requests),
+                    )
+                ],
+            ),
         ]
+        lines += self._rejection_lines()
         if self._restarts is not None:
             # E2E-SRV-7: the parent's restarts of every slot (a shared array, so any server tells).
-            lines += [
-                "# HELP queueref:server_restarts_total Restarts of a server slot by the parent.",
-                "# TYPE queueref:server_restarts_total counter",
-            ]
-            for slot, counts in enumerate(self._restarts()):
-                for reason, count in sorted(counts.items()):
-                    lines.append(
-                        f'queueref:server_restarts_total{{server="{slot}",reason="{reason}"}} '
-                        f"{count}"
-                    )
+            lines += family(
+                "queueref:server_restarts",
+                "counter",
+                "Restarts of a server slot by the parent.",
+                [
+                    ({"server": str(slot), "reason": reason}, count)
+                    for slot, counts in enumerate(self._restarts())
+                    for reason, count in sorted(counts.items())
+                ],
+            )
         return "\n".join(lines) + "\n"
+
+    def _rejection_lines(self) -> list[str]:
+        """E2E-SRV-9: vLLM 0.32.0's rejection counter, summed over every server."""
+        totals = self._rejections.totals()
+        reasons = REJECTION_REASONS if self._store is not None else REJECTION_REASONS[:2]
+        return family(
+            "vllm:admission_rejections",
+            "counter",
+            "Number of admission attempts rejected by a queue limit, by reason "
+            "(every server's, as vLLM's multiprocess registry sums them).",
+            [({"model_name": MODEL_NAME, "reason": reason}, totals[reason]) for reason in reasons],
+        )
 
     async def _answer(
         self,
@@ -238,6 +304,7 @@ class CompletionApp:
         except AdmissionRejected as rejection:
             # E2E-SRV-2: a rejected request gets 503 and vLLM's JSON error body.
             self.rejected += 1
+            self._rejections.add(rejection_reason(rejection))
             await self._error(send, HTTPStatus(rejection.http_status), busy_body(rejection.message))
             return
         self.admitted += 1

@@ -39,6 +39,7 @@ from typing import Any, Final
 
 from queueref.admission import TokenRuleName
 from queueref.events import AdmissionEvent
+from queueref.http_metrics import REJECTION_REASONS
 from queueref.http_store import NodeStore
 from queueref.http_wire import COMPLETION_PATHS
 from queueref.http_worker import (
@@ -289,6 +290,7 @@ class HttpServers:
         ready = context.Semaphore(0)
         heartbeats = context.RawArray("d", self.num_servers)
         restarts = context.RawArray("q", self.num_servers * len(RESTART_REASONS))
+        rejections = context.RawArray("q", self.num_servers * len(REJECTION_REASONS))
         for index in range(self.num_servers):
             heartbeats[index] = time.monotonic() + STARTUP_GRACE
         http = HttpConfig(
@@ -304,6 +306,7 @@ class HttpServers:
             restarts,
             prefill_ms=self.prefill_ms,
             store=self.store,
+            rejections=rejections,
         )
         self._http = http
         group = ServerGroup(

@@ -26,6 +26,7 @@ from typing import IO, Any, Final, Literal
 
 from queueref.events import AdmissionEvent
 from queueref.http_app import CompletionApp
+from queueref.http_metrics import RejectionCounts
 from queueref.http_store import NodeStore, StoreFront
 from queueref.models.protocol import Protocol, parse_protocol
 from queueref.oracle.trace_check import trace_file
@@ -77,6 +78,7 @@ class HttpConfig:
     restarts: Any = None  # RawArray("q", N * len(RESTART_REASONS)), written by the parent
     prefill_ms: float | None = None  # None: PREFILL_FRACTION of the service time
     store: NodeStore | None = None  # serve --store: admit through the multi-node store
+    rejections: Any = None  # RawArray("q", N * len(REJECTION_REASONS)): E2E-SRV-9
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -140,6 +142,11 @@ def _build(spec: ServerSpec, http: HttpConfig, record: Any) -> CompletionApp:
         "mode": http.mode,
         "id_prefix": f"cmpl-{spec.index}-{os.getpid()}",  # unique across restarts
         "restarts": restart_counts if restarts is not None else None,
+        "rejections": (
+            RejectionCounts(http.rejections, spec.num_servers, spec.index)
+            if http.rejections is not None
+            else None
+        ),
     }
     if http.store is not None:
         # ADM-STORE-8: admission through the store, under the global index base + local.
