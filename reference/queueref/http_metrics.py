@@ -54,7 +54,7 @@ def family(name: str, kind: str, help_text: str, samples: Iterable[Sample]) -> l
 
 
 class RejectionCounts:
-    """Rejections by reason, one row per server in one shared array (E2E-SRV-3).
+    """Rejections by reason, one row per server in one shared array.
 
     `counts` holds `num_servers * len(REJECTION_REASONS)` integers (a
     `RawArray("q", ...)` the parent allocates, or a list). Each server adds
@@ -79,6 +79,7 @@ class RejectionCounts:
 
     def totals(self) -> dict[str, int]:
         """Every server's rejections, summed per reason."""
+        # E2E-SRV-9: every row, as vLLM 0.32.0's multiprocess registry sums a counter.
         width = len(REJECTION_REASONS)
         return {
             reason: sum(int(self._counts[row * width + k]) for row in range(self._num_servers))
