@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -86,3 +87,39 @@ def test_real_command_port_in_use(busy_port: int) -> None:
     assert done.returncode != 0
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1 and "already in use" in done.stderr
+
+
+def test_a_trace_folder_with_files_is_refused_unless_overwrite(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """E2E-TRACE-2: a non-empty --trace folder is one line and exit 2, the files untouched;
+    --overwrite replaces the old records and keeps other files."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    old = b'{"old": "record"}\n'
+    (folder / "server-0.jsonl").write_bytes(old)
+    (folder / "server-7.jsonl").write_bytes(old)  # a run with more servers left it
+    (folder / "notes.txt").write_text("mine")
+    args = ["serve", "--servers", "2", "--port", "0", "--trace", str(folder)]
+    assert cli.main([*args, "--duration", "0.1s"]) == 2
+    line = _one_line(capsys, "queueref serve:")
+    assert f"--trace {folder} is not empty (3 entries" in line and "--overwrite" in line
+    assert (folder / "server-0.jsonl").read_bytes() == old  # nothing was touched
+    assert multiprocessing.active_children() == []
+    assert cli.main([*args, "--duration", "0.1s", "--overwrite"]) == 0
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "notes.txt",
+        "server-0.jsonl",
+        "server-1.jsonl",
+        "supervisor.jsonl",
+    ]
+    assert (folder / "server-0.jsonl").read_bytes() == b""  # a fresh run with no request
+    assert (folder / "notes.txt").read_text() == "mine"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert (
+        cli.main(
+            ["serve", "--servers", "1", "--port", "0", "--trace", str(empty), "--duration", "0.1s"]
+        )
+        == 0
+    )

@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from plot_checks import plot_problems
 from processes import pids_alive, read_line_within
 
 from queueref.experiment import ModeResult, format_table, plot, plot_figure, run_experiment
@@ -127,16 +128,14 @@ def test_table_and_plot(results: dict[str, ModeResult], tmp_path: Path) -> None:
 
 
 def test_plot_draws_every_bound_and_keeps_the_legend_off(results: dict[str, ModeResult]) -> None:
-    """E2E-EXP-1: a dashed line at each mode's bound (local N*M too); legend outside the axes."""
+    """E2E-EXP-1, E2E-EXP-4: the cap, a dashed line at each bound, modes apart; legend outside."""
     import matplotlib.pyplot as plt
 
     figure = plot_figure(list(results.values()))
     try:
         (axes,) = figure.axes
-        levels = sorted(
-            {line.get_ydata()[0] for line in axes.get_lines() if line.get_linestyle() == "--"}
-        )
-        assert levels == [CAP, CAP + (N - 1) * 1, N * CAP]
+        bounds = {"local": N * CAP, "check-then-write": CAP + (N - 1) * 1, "write-then-check": CAP}
+        assert plot_problems(figure, CAP, bounds) == []
         figure.canvas.draw()
         legend = axes.get_legend().get_window_extent()
         assert legend.x0 >= axes.get_window_extent().x1  # to the right of the plot area

@@ -13,9 +13,11 @@ before anything starts (E2E-CLI-1).
 from __future__ import annotations
 
 import argparse
+import re
 import signal
 import sys
 import time
+from pathlib import Path
 from types import FrameType
 
 from queueref.commands.args import (
@@ -27,6 +29,7 @@ from queueref.commands.args import (
 )
 from queueref.http_group import (
     SERVE_PROTOCOLS,
+    SUPERVISOR_LOG,
     TOKEN_RULES,
     HttpServers,
     PortInUseError,
@@ -35,7 +38,11 @@ from queueref.http_group import (
 from queueref.http_store import NodeStore
 from queueref.http_worker import PREFILL_FRACTION
 from queueref.models.protocol import Protocol
+from queueref.oracle.trace_check import trace_file
 from queueref.redis_store import StoreError, StoreFailurePolicy, StoreProtocol, allocate_node
+
+#: The record files `serve --trace` writes, which --overwrite removes (E2E-TRACE-2).
+RECORD_FILE = re.compile(r"server-[0-9]+\.jsonl")
 
 HELP = "run N real HTTP API server processes sharing one max_num_queued_reqs"
 
@@ -106,7 +113,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         default=None,
         help="write each server's admit/reject/finish/abort records to DIR/server-<i>.jsonl "
-        "as they happen, for `queueref check-trace DIR`",
+        "as they happen, for `queueref check-trace DIR`; DIR must be new or empty",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="let --trace DIR hold files already: its old records (server-*.jsonl, "
+        f"{SUPERVISOR_LOG}) are removed, other files kept",
     )
     parser.add_argument(
         "--duration",
@@ -187,6 +200,32 @@ def _node_store(args: argparse.Namespace) -> NodeStore | None:
     )
 
 
+def _clear_trace_folder(args: argparse.Namespace, node: NodeStore | None) -> None:
+    """E2E-TRACE-2: refuse a --trace folder that holds files, or clear its records with
+    --overwrite; raises ValueError with the one line to print. With --store, other nodes
+    share the folder: only this node's own files count."""
+    folder = Path(args.trace)
+    if not folder.is_dir():
+        return  # a new folder, or a path the start-up check refuses with its own message
+    if node is not None:
+        own = {trace_file(folder, node.base + i).name for i in range(args.servers)}
+        taken = sorted(p.name for p in folder.iterdir() if p.name in own)
+    else:
+        taken = sorted(p.name for p in folder.iterdir())
+    if not taken:
+        return
+    if not args.overwrite:
+        shown = ", ".join(taken[:3]) + (", ..." if len(taken) > 3 else "")
+        raise ValueError(
+            f"--trace {args.trace} is not empty ({len(taken)} entries: {shown}); "
+            "pass --overwrite to replace its records, or name a new folder"
+        )
+    for name in taken:
+        path = folder / name
+        if path.is_file() and (name == SUPERVISOR_LOG or RECORD_FILE.fullmatch(name)):
+            path.unlink()
+
+
 def _fail(message: str) -> int:
     print(f"queueref serve: {message}", file=sys.stderr)
     return 2
@@ -205,6 +244,13 @@ def run(args: argparse.Namespace) -> int:
         node = _node_store(args)
     except (ValueError, StoreError) as error:
         return _fail(str(error))
+    try:
+        if args.trace is not None:
+            _clear_trace_folder(args, node)
+    except ValueError as error:
+        return _fail(str(error))
+    except OSError as error:
+        return _fail(f"cannot clear --trace {args.trace}: {error.strerror or error}")
     servers = HttpServers(
         args.servers,
         args.cap,
