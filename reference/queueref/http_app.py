@@ -33,12 +33,20 @@ from queueref.http_metrics import (
     family,
     rejection_reason,
 )
+from queueref.http_releases import (
+    FAULT_HEADER,
+    FAULTS,
+    VLLM_RELEASES,
+    ReleaseAnswers,
+    release_answers,
+)
 from queueref.http_store import StoreFront
 from queueref.http_wire import (
     COMPLETION_PATHS,
     MAX_BODY_BYTES,
     BadRequest,
     busy_body,
+    error_body,
     parse_completion_body,
     status_body,
 )
@@ -82,8 +90,10 @@ class CompletionApp:
         restarts: Callable[[], list[dict[str, int]]] | None = None,
         store: StoreFront | None = None,
         rejections: RejectionCounts | None = None,
+        release: ReleaseAnswers | None = None,
     ) -> None:
         self._api = api
+        self._release = release  # serve --vllm-version: answer as that release (E2E-SRV-10)
         # E2E-SRV-9: one array shared by the servers of a group; alone, a server's own.
         self._rejections = (
             rejections
@@ -207,7 +217,8 @@ class CompletionApp:
                 ],
             ),
         ]
-        lines += self._rejection_lines()
+        if self._release is None or self._release.rejection_metric:
+            lines += self._rejection_lines()  # E2E-SRV-10: from vLLM 0.32.0 on
         if self._restarts is not None:
             # E2E-SRV-7: the parent's restarts of every slot (a shared array, so any server tells).
             lines += family(
@@ -294,6 +305,12 @@ class CompletionApp:
             self.bad_requests += 1
             await self._error(send, bad.status, bad.body)
             return
+        fault = headers.get(FAULT_HEADER.encode(), b"").decode("latin-1")
+        if fault and fault not in FAULTS:  # E2E-SRV-10: a fault queueref cannot simulate
+            self.bad_requests += 1
+            message = f"{FAULT_HEADER} must be one of {', '.join(FAULTS)}, got {fault!r}"
+            await self._error(send, HTTPStatus.BAD_REQUEST, error_body(message, "Bad Request", 400))
+            return
         request_id = f"{self._prefix}-{next(self._ids)}"
         try:
             # ADM-FRONT-1: check + registration in one synchronous step, with the real n.
@@ -305,10 +322,14 @@ class CompletionApp:
             # E2E-SRV-2: a rejected request gets 503 and vLLM's JSON error body.
             self.rejected += 1
             self._rejections.add(rejection_reason(rejection))
-            await self._error(send, HTTPStatus(rejection.http_status), busy_body(rejection.message))
+            await self._error(send, HTTPStatus(rejection.http_status), self._busy(rejection))
             return
         self.admitted += 1
         self._mirror()
+        if fault:
+            # E2E-SRV-10: the engine fails the request at once; its slots are given back.
+            await self._fail(request_id, fault, send)
+            return
         finished = False
         gone = asyncio.ensure_future(self._disconnected(receive))
         try:
@@ -355,6 +376,27 @@ class CompletionApp:
             }
         ).encode()
         await self._answer(send, 200, answer)
+
+    def _busy(self, rejection: AdmissionRejected) -> dict[str, Any]:
+        """E2E-SRV-2, E2E-SRV-10: the 503 body, in the chosen release's words if one is."""
+        reason = rejection_reason(rejection)
+        if self._release is None or reason == REJECTION_REASONS[2]:
+            return busy_body(rejection.message)
+        answers = self._release
+        return (
+            answers.queue_full if reason == REJECTION_REASONS[0] else answers.token_backlog
+        ).body()
+
+    async def _fail(self, request_id: str, fault: str, send: Send) -> None:
+        """E2E-SRV-10: a request the engine failed: aborted, answered as the release answers."""
+        if self._store is not None:
+            await self._store.abort(request_id)
+        else:
+            self._api.abort(request_id)
+        self.aborted += 1
+        self._mirror()
+        answer = (self._release or release_answers(VLLM_RELEASES[0])).fault(fault)
+        await self._error(send, answer.status, answer.body())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":

@@ -40,6 +40,7 @@ from typing import Any, Final
 from queueref.admission import TokenRuleName
 from queueref.events import AdmissionEvent
 from queueref.http_metrics import REJECTION_REASONS
+from queueref.http_releases import release_answers
 from queueref.http_store import NodeStore
 from queueref.http_wire import COMPLETION_PATHS
 from queueref.http_worker import (
@@ -211,8 +212,11 @@ class HttpServers:
         token_rule: TokenRuleName = "ge",
         prefill_ms: float | None = None,
         store: NodeStore | None = None,
+        vllm_version: str | None = None,
     ) -> None:
         # E2E-CLI-1: bad input is refused before anything starts.
+        if vllm_version is not None:
+            release_answers(vllm_version)  # E2E-SRV-10: ValueError naming the releases
         if not is_int_at_least(num_servers, 1):
             raise ValueError(f"--servers must be an integer >= 1, got {num_servers!r}")
         if not is_int_at_least(max_num_queued_reqs, 0):
@@ -253,6 +257,7 @@ class HttpServers:
         self.restart = restart
         self.max_restarts = max_restarts
         self.store = store
+        self.vllm_version = vllm_version
         # With a store, records and trace files carry the global index: node base + local.
         self.trace_base = store.base if store is not None else 0
         self._group: ServerGroup | None = None
@@ -307,6 +312,7 @@ class HttpServers:
             prefill_ms=self.prefill_ms,
             store=self.store,
             rejections=rejections,
+            vllm_version=self.vllm_version,
         )
         self._http = http
         group = ServerGroup(

@@ -27,6 +27,7 @@ from typing import IO, Any, Final, Literal
 from queueref.events import AdmissionEvent
 from queueref.http_app import CompletionApp
 from queueref.http_metrics import RejectionCounts
+from queueref.http_releases import release_answers
 from queueref.http_store import NodeStore, StoreFront
 from queueref.models.protocol import Protocol, parse_protocol
 from queueref.oracle.trace_check import trace_file
@@ -79,6 +80,7 @@ class HttpConfig:
     prefill_ms: float | None = None  # None: PREFILL_FRACTION of the service time
     store: NodeStore | None = None  # serve --store: admit through the multi-node store
     rejections: Any = None  # RawArray("q", N * len(REJECTION_REASONS)): E2E-SRV-9
+    vllm_version: str | None = None  # serve --vllm-version: answer as that release (E2E-SRV-10)
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -142,6 +144,7 @@ def _build(spec: ServerSpec, http: HttpConfig, record: Any) -> CompletionApp:
         "mode": http.mode,
         "id_prefix": f"cmpl-{spec.index}-{os.getpid()}",  # unique across restarts
         "restarts": restart_counts if restarts is not None else None,
+        "release": release_answers(http.vllm_version) if http.vllm_version else None,
         "rejections": (
             RejectionCounts(http.rejections, spec.num_servers, spec.index)
             if http.rejections is not None

@@ -35,6 +35,7 @@ from queueref.http_group import (
     PortInUseError,
     port_is_free,
 )
+from queueref.http_releases import VLLM_RELEASES
 from queueref.http_store import NodeStore
 from queueref.http_worker import PREFILL_FRACTION
 from queueref.models.protocol import Protocol
@@ -97,6 +98,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=Protocol.CHECK_THEN_WRITE,
         help="local: each server caps itself (before the PR); check-then-write: vLLM "
         "0.30.0's shared counters; write-then-check: reserve first (exact cap)",
+    )
+    parser.add_argument(
+        "--vllm-version",
+        choices=VLLM_RELEASES,
+        default=None,
+        help="answer 503s and engine failures with this vLLM release's bodies and messages, "
+        "and show /metrics as it does (default: queueref's wording)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="listen address (127.0.0.1)")
     parser.add_argument(
@@ -265,6 +273,7 @@ def run(args: argparse.Namespace) -> int:
         max_num_queued_tokens=args.max_num_queued_tokens,
         token_rule=args.token_rule,
         prefill_ms=args.prefill_ms,
+        vllm_version=args.vllm_version,
     )
     # E2E-SRV-4: Ctrl-C (SIGINT, which the terminal also sends to every child) and SIGTERM
     # both stop the loop; `close` then stops, joins and reaps every process.
