@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
+import re
+import signal
 import socket
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from processes import read_line_within
 
 from queueref import cli
 
@@ -123,3 +129,62 @@ def test_a_trace_folder_with_files_is_refused_unless_overwrite(
         )
         == 0
     )
+
+
+def _http(url: str, data: bytes | None = None) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, data=data, method="POST" if data is not None else "GET")
+    request.add_header("content-type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def test_serve_answers_as_the_vllm_version_named(capsys: pytest.CaptureFixture[str]) -> None:
+    """E2E-SRV-10: the real command with --vllm-version 0.33.0: a pause reaches every server,
+    a new request gets 0.33.0's 503; a release queueref does not know is one line, exit 2."""
+    assert cli.main(["serve", "--port", "0", "--vllm-version", "0.29.0"]) == 2
+    assert "--vllm-version" in _one_line(capsys, "queueref serve:")
+    command = [sys.executable, "-m", "queueref", "serve", "--servers", "2", "--port", "0"]
+    command += ["--service-time-ms", "50", "--vllm-version", "0.33.0", "--duration", "60s"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        banner = read_line_within(process.stdout, seconds=60)
+        assert "answering as vLLM 0.33.0" in banner, banner
+        base = "http://127.0.0.1:" + banner.split("http://127.0.0.1:")[1].split()[0]
+        request = b'{"prompt": "hello", "max_tokens": 4}'
+        assert _http(f"{base}/v1/completions", request)[0] == 200
+        assert _http(f"{base}/pause?mode=wait", b"") == (200, b'{"status": "paused"}')
+        answers = {_http(f"{base}/v1/completions", request) for _ in range(20)}
+        paused = {
+            "error": {
+                "message": "Generation is paused. Please retry after it resumes.",
+                "type": "ServiceUnavailableError",
+                "param": None,
+                "code": 503,
+            }
+        }
+        assert {(status, json.dumps(json.loads(body))) for status, body in answers} == {
+            (503, json.dumps(paused))
+        }
+        # Every server refused some: the kernel spread the 20 connections over both.
+        refused: dict[str, int] = {}
+        for _ in range(40):
+            text = _http(f"{base}/metrics")[1].decode()
+            for server, count in re.findall(
+                r'queueref:requests_total\{server="(\d+)",outcome="aborted"\} (\d+)', text
+            ):
+                refused[server] = int(count)
+            if len(refused) == 2:
+                break
+        assert sum(refused.values()) == 20 and min(refused.values()) > 0, refused
+        assert _http(f"{base}/resume", b"")[0] == 200
+        assert _http(f"{base}/v1/completions", request)[0] == 200
+        metrics = _http(f"{base}/metrics")[1].decode()
+        assert 'vllm:admission_rejections_total{model_name="queueref-simulated",' in metrics
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=30)
+    assert process.returncode == 0

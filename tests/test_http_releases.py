@@ -9,7 +9,9 @@ computed by queueref: `QueueOverflowError` and `MaxQueuedTokensError` in
 `vllm/entrypoints/serve/exception_handling/error_response.py` (a
 `GracefulHTTPError` is typed by its status phrase, a `GenerationError`
 "InternalServerError", from 0.32.0 a `RetryableRequestError`
-"ServiceUnavailableError"). `tests/upstream/test_wire_bodies.py` checks the
+"ServiceUnavailableError"; from 0.33.0 an `EngineDeadError` answers its
+`CLIENT_MESSAGE`), and 0.33.0's paused engine (`_reject_add_while_paused` in
+`vllm/v1/engine/core.py`). `tests/upstream/test_wire_bodies.py` checks the
 same table against the installed releases' own code.
 """
 
@@ -35,16 +37,23 @@ BACKLOG = (
     "Please try again later or on a different instance."
 )
 DEAD = "EngineCore encountered an issue. See stack trace (above) for the root cause."
+DEAD_0_33 = "The server had an error while processing your request."
+PAUSED = "Generation is paused. Please retry after it resumes."
 
 
 def vllm_error(message: str, error_type: str, code: int) -> dict[str, Any]:
     return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
 
 
-def app(version: str | None, cap: int | None = 4, tokens: int | None = None) -> CompletionApp:
+def app(
+    version: str | None,
+    cap: int | None = 4,
+    tokens: int | None = None,
+    paused: list[int] | None = None,
+) -> CompletionApp:
     api = ServerSpec(0, 1, None, cap, tokens, Protocol.CHECK_THEN_WRITE).build()
     release = release_answers(version) if version is not None else None
-    return CompletionApp(api, service_time_ms=0.0, release=release)
+    return CompletionApp(api, service_time_ms=0.0, release=release, paused=paused)
 
 
 def call(
@@ -66,8 +75,15 @@ def call(
     pairs = [(b"content-type", b"application/json")] + [
         (k.encode(), v.encode()) for k, v in (headers or {}).items()
     ]
-    method = "GET" if path == "/metrics" else "POST"
-    scope = {"type": "http", "path": path, "method": method, "headers": pairs}
+    path, _, query = path.partition("?")
+    method = "GET" if path in ("/metrics", "/is_paused") else "POST"
+    scope = {
+        "type": "http",
+        "path": path,
+        "method": method,
+        "headers": pairs,
+        "query_string": query.encode(),
+    }
     asyncio.run(target(scope, receive, send))
     return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
 
@@ -103,7 +119,8 @@ def test_a_failed_request_is_answered_as_the_release_answers_and_gives_its_slots
     expected = vllm_error("Internal server error", "InternalServerError", 500)
     assert (status, json.loads(body)) == (500, expected)
     status, body = call(target, "/v1/completions", REQUEST, {"x-queueref-fault": "engine-dead"})
-    assert (status, json.loads(body)) == (500, vllm_error(DEAD, "InternalServerError", 500))
+    dead = DEAD_0_33 if version == "0.33.0" else DEAD
+    assert (status, json.loads(body)) == (500, vllm_error(dead, "InternalServerError", 500))
     assert target.api.tracker.get_num_unfinished_requests() == 0
     assert (target.admitted, target.aborted) == (2, 2)
 
@@ -132,11 +149,42 @@ def test_retryable_is_known_from_0_32_0() -> None:
         False,
         False,
         True,
+        True,
     ]
     retryable = release_answers("0.32.0").retryable
     assert retryable is not None
     assert retryable.body() == vllm_error(
         "Request failed; please retry", "ServiceUnavailableError", 503
     )
-    with pytest.raises(ValueError, match="--vllm-version must be one of 0.30.0, 0.31.0, 0.32.0"):
+    with pytest.raises(
+        ValueError, match="--vllm-version must be one of 0.30.0, 0.31.0, 0.32.0, 0.33.0, got '0.29"
+    ):
         release_answers("0.29.0")
+
+
+def test_a_paused_0_33_group_admits_then_answers_503_until_resumed() -> None:
+    """E2E-SRV-10: /pause?mode=wait on one server pauses the group (one flag, as one engine)."""
+    flag = [0]
+    first, second = app("0.33.0", paused=flag), app("0.33.0", paused=flag)
+    assert call(first, "/pause?mode=wait") == (200, b'{"status": "paused"}')
+    assert json.loads(call(second, "/is_paused")[1]) == {"is_paused": True}
+    status, body = call(second, "/v1/completions", REQUEST)
+    assert (status, json.loads(body)) == (503, vllm_error(PAUSED, "ServiceUnavailableError", 503))
+    assert (second.admitted, second.aborted) == (1, 1)  # admitted first, then the engine refused
+    assert second.api.tracker.get_num_unfinished_requests() == 0
+    full = app("0.33.0", cap=0, paused=flag)  # the admission check still comes first
+    status, body = call(full, "/v1/completions", REQUEST)
+    assert (status, json.loads(body)) == (503, vllm_error(BUSY, "Service Unavailable", 503))
+    assert call(second, "/resume") == (200, b'{"status": "resumed"}')
+    assert call(first, "/v1/completions", REQUEST)[0] == 200
+
+
+def test_pause_modes_queueref_does_not_simulate_and_older_releases_are_refused() -> None:
+    """E2E-SRV-10: abort/keep (and no mode) are 400; before 0.33.0 there is no /pause here."""
+    paused = app("0.33.0")
+    for query in ("", "?mode=abort", "?mode=keep"):
+        status, body = call(paused, "/pause" + query)
+        assert status == 400 and "mode=wait only" in json.loads(body)["error"]
+    assert json.loads(call(paused, "/is_paused")[1]) == {"is_paused": False}
+    for version in ("0.32.0", None):
+        assert call(app(version), "/pause?mode=wait")[0] == 404

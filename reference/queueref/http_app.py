@@ -20,7 +20,7 @@ import itertools
 import json
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableSequence
 from http import HTTPStatus
 from typing import Any
 
@@ -37,6 +37,7 @@ from queueref.http_releases import (
     FAULT_HEADER,
     FAULTS,
     VLLM_RELEASES,
+    ErrorAnswer,
     ReleaseAnswers,
     release_answers,
 )
@@ -58,6 +59,9 @@ Send = Callable[[Message], Awaitable[None]]
 
 #: The method each path answers; any other method is 405 (E2E-SRV-5).
 _METHODS = {**{path: "POST" for path in COMPLETION_PATHS}, "/metrics": "GET", "/health": "GET"}
+
+#: The pause routes of vLLM 0.33.0 (E2E-SRV-10), served with `--vllm-version 0.33.0` only.
+_PAUSE_METHODS = {"/pause": "POST", "/resume": "POST", "/is_paused": "GET"}
 
 
 class ClientGone(Exception):
@@ -91,9 +95,13 @@ class CompletionApp:
         store: StoreFront | None = None,
         rejections: RejectionCounts | None = None,
         release: ReleaseAnswers | None = None,
+        paused: MutableSequence[int] | None = None,
     ) -> None:
         self._api = api
         self._release = release  # serve --vllm-version: answer as that release (E2E-SRV-10)
+        # E2E-SRV-10: one pause flag for the group, as vLLM's API servers share one engine.
+        self._paused = paused if paused is not None else [0]
+        self._methods = {**_METHODS, **(_PAUSE_METHODS if self._pausable else {})}
         # E2E-SRV-9: one array shared by the servers of a group; alone, a server's own.
         self._rejections = (
             rejections
@@ -326,9 +334,13 @@ class CompletionApp:
             return
         self.admitted += 1
         self._mirror()
-        if fault:
-            # E2E-SRV-10: the engine fails the request at once; its slots are given back.
-            await self._fail(request_id, fault, send)
+        answers = self._release or release_answers(VLLM_RELEASES[0])
+        if fault or (self._pausable and self._paused[0]):
+            # E2E-SRV-10: the engine fails the request at once (a fault, or vLLM 0.33.0's
+            # engine rejecting new work while paused); its slots are given back.
+            failure = answers.fault(fault) if fault else answers.paused
+            assert failure is not None
+            await self._fail(request_id, failure, send)
             return
         finished = False
         gone = asyncio.ensure_future(self._disconnected(receive))
@@ -387,7 +399,11 @@ class CompletionApp:
             answers.queue_full if reason == REJECTION_REASONS[0] else answers.token_backlog
         ).body()
 
-    async def _fail(self, request_id: str, fault: str, send: Send) -> None:
+    @property
+    def _pausable(self) -> bool:
+        return self._release is not None and self._release.paused is not None
+
+    async def _fail(self, request_id: str, answer: ErrorAnswer, send: Send) -> None:
         """E2E-SRV-10: a request the engine failed: aborted, answered as the release answers."""
         if self._store is not None:
             await self._store.abort(request_id)
@@ -395,8 +411,26 @@ class CompletionApp:
             self._api.abort(request_id)
         self.aborted += 1
         self._mirror()
-        answer = (self._release or release_answers(VLLM_RELEASES[0])).fault(fault)
         await self._error(send, answer.status, answer.body())
+
+    async def _pause_route(self, scope: Scope, send: Send) -> None:
+        """E2E-SRV-10: vLLM 0.33.0's /pause (mode=wait only), /resume and /is_paused."""
+        path = scope.get("path", "")
+        if path == "/is_paused":
+            await self._answer(send, 200, json.dumps({"is_paused": bool(self._paused[0])}).encode())
+            return
+        if path == "/resume":
+            self._paused[0] = 0
+            await self._answer(send, 200, b'{"status": "resumed"}')
+            return
+        query = scope.get("query_string", b"").decode("latin-1")
+        if "mode=wait" not in query.split("&"):
+            # abort and keep (and vLLM's default, abort) are not simulated: say so.
+            message = "queueref simulates POST /pause?mode=wait only (in-flight requests finish)"
+            await self._answer(send, 400, json.dumps({"error": message}).encode())
+            return
+        self._paused[0] = 1
+        await self._answer(send, 200, b'{"status": "paused"}')
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -416,10 +450,10 @@ class CompletionApp:
         path = scope.get("path", "")
         method = scope.get("method", "GET")
         try:
-            if path not in _METHODS:
+            if path not in self._methods:
                 await self._read_body(receive)
                 await self._error(send, HTTPStatus.NOT_FOUND, status_body(HTTPStatus.NOT_FOUND))
-            elif method != _METHODS[path]:
+            elif method != self._methods[path]:
                 # E2E-SRV-5: as Starlette answers a route's wrong method in vLLM 0.30.0.
                 await self._read_body(receive)
                 self.bad_requests += 1
@@ -428,10 +462,13 @@ class CompletionApp:
                     send,
                     status.value,
                     json.dumps(status_body(status)).encode(),
-                    extra=[(b"allow", _METHODS[path].encode())],
+                    extra=[(b"allow", self._methods[path].encode())],
                 )
             elif path in COMPLETION_PATHS:
                 await self.complete(scope, receive, send)
+            elif path in _PAUSE_METHODS:
+                await self._read_body(receive)
+                await self._pause_route(scope, send)
             elif path == "/metrics":
                 await self._read_body(receive)
                 await self._answer(

@@ -313,6 +313,7 @@ class HttpServers:
             store=self.store,
             rejections=rejections,
             vllm_version=self.vllm_version,
+            paused=context.RawArray("q", 1),
         )
         self._http = http
         group = ServerGroup(

@@ -12,7 +12,7 @@ release's own error builder under `make upstream`:
 
 * a full request queue (`QueueOverflowError`) and a token backlog
   (`MaxQueuedTokensError`): `GracefulHTTPError`s, 503, `type` "Service
-  Unavailable", vLLM's messages, the same in 0.30.0 to 0.32.0;
+  Unavailable", vLLM's messages, the same in 0.30.0 to 0.33.0;
 * a request the engine finishes with `finish_reason` "error" (a KV load
   failure, say): `_raise_if_error` raises `GenerationError("Internal server
   error")`, 500 "InternalServerError", in 0.30.0 to 0.32.0;
@@ -25,6 +25,23 @@ release's own error builder under `make upstream`:
   finished with "error" is still the 500 above;
 * `vllm:admission_rejections` (the `/metrics` counter of rejections by
   reason) exists from 0.32.0.
+
+vLLM 0.33.0 (read from its wheel) keeps the admission and "error" answers,
+and changes two:
+
+* a dead engine's answer hides the log message: `create_error_response`
+  answers `EngineDeadError` with its `CLIENT_MESSAGE`, "The server had an
+  error while processing your request." (500, "InternalServerError");
+* `pause_generation` (`POST /pause`, routed only with
+  `VLLM_SERVER_DEV_MODE=1`, in `vllm/entrypoints/rl/online/api_router.py`)
+  in mode `abort` or `wait` makes the engine core reject each new request
+  on arrival (`_reject_add_while_paused` in `vllm/v1/engine/core.py`: a
+  retryable `RequestError`, "Generation is paused. Please retry after it
+  resumes."), which the output processor turns into a
+  `RetryableRequestError`: 503, "ServiceUnavailableError", until
+  `POST /resume`. The request was admitted first, so a full queue still
+  answers with `QueueOverflowError`. (0.30.0 to 0.32.0 also pause, but queue
+  the new requests instead: queueref simulates the 0.33.0 pause only.)
 """
 
 from __future__ import annotations
@@ -36,7 +53,7 @@ from typing import Any, Final
 from queueref.http_wire import error_body
 
 #: The releases `serve --vllm-version` answers as.
-VLLM_RELEASES: Final = ("0.30.0", "0.31.0", "0.32.0")
+VLLM_RELEASES: Final = ("0.30.0", "0.31.0", "0.32.0", "0.33.0")
 
 #: `header: value` of a completion request that makes the simulated engine fail it.
 FAULT_HEADER: Final = "x-queueref-fault"
@@ -69,6 +86,7 @@ class ReleaseAnswers:
     engine_dead: ErrorAnswer
     retryable: ErrorAnswer | None  # how `create_error_response` answers it; None: no such error
     rejection_metric: bool  # `vllm:admission_rejections` in /metrics
+    paused: ErrorAnswer | None = None  # a new request while paused; None: not simulated
 
     def fault(self, name: str) -> ErrorAnswer:
         """The answer to a request that asked for fault `name` (one of `FAULTS`)."""
@@ -97,6 +115,14 @@ _ENGINE_DEAD = ErrorAnswer(
     "EngineCore encountered an issue. See stack trace (above) for the root cause.",
 )
 _RETRYABLE = ErrorAnswer(_BUSY, "ServiceUnavailableError", "Request failed; please retry")
+_ENGINE_DEAD_0_33 = ErrorAnswer(
+    HTTPStatus.INTERNAL_SERVER_ERROR,
+    "InternalServerError",
+    "The server had an error while processing your request.",
+)
+_PAUSED = ErrorAnswer(
+    _BUSY, "ServiceUnavailableError", "Generation is paused. Please retry after it resumes."
+)
 
 _RELEASES: Final = {
     "0.30.0": ReleaseAnswers(
@@ -107,6 +133,16 @@ _RELEASES: Final = {
     ),
     "0.32.0": ReleaseAnswers(
         "0.32.0", _QUEUE_FULL, _TOKEN_BACKLOG, _GENERATION_ERROR, _ENGINE_DEAD, _RETRYABLE, True
+    ),
+    "0.33.0": ReleaseAnswers(
+        "0.33.0",
+        _QUEUE_FULL,
+        _TOKEN_BACKLOG,
+        _GENERATION_ERROR,
+        _ENGINE_DEAD_0_33,
+        _RETRYABLE,
+        True,
+        _PAUSED,
     ),
 }
 

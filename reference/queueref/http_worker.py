@@ -81,6 +81,7 @@ class HttpConfig:
     store: NodeStore | None = None  # serve --store: admit through the multi-node store
     rejections: Any = None  # RawArray("q", N * len(REJECTION_REASONS)): E2E-SRV-9
     vllm_version: str | None = None  # serve --vllm-version: answer as that release (E2E-SRV-10)
+    paused: Any = None  # RawArray("q", 1): the group's pause flag (vLLM 0.33.0's /pause)
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -145,6 +146,7 @@ def _build(spec: ServerSpec, http: HttpConfig, record: Any) -> CompletionApp:
         "id_prefix": f"cmpl-{spec.index}-{os.getpid()}",  # unique across restarts
         "restarts": restart_counts if restarts is not None else None,
         "release": release_answers(http.vllm_version) if http.vllm_version else None,
+        "paused": http.paused,
         "rejections": (
             RejectionCounts(http.rejections, spec.num_servers, spec.index)
             if http.rejections is not None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ import vllm
 import vllm.exceptions
 from vllm.entrypoints.generate.base.serving import GenerateBaseServing
 from vllm.entrypoints.serve.exception_handling.error_response import create_error_response
+from vllm.v1.engine.core import EngineCoreProc
 from vllm.v1.engine.exceptions import EngineDeadError
 from vllm.v1.metrics import loggers
 
@@ -47,6 +49,34 @@ def raised_by_raise_if_error() -> Exception:
     raise AssertionError("_raise_if_error raised nothing for finish_reason 'error'")
 
 
+def rejected_while_paused() -> Exception | None:
+    """What a paused engine core's rejection of a new request becomes (None: no such path).
+
+    The release's own `_reject_add_while_paused`, on a stand-in engine that is
+    paused and holds no request, hands the client an error; the output
+    processor turns it into an exception with `to_exception()`.
+    """
+    reject = getattr(EngineCoreProc, "_reject_add_while_paused", None)
+    if reject is None:
+        return None
+    sent: list[Any] = []
+    engine = SimpleNamespace(
+        reject_new_requests=True,
+        scheduler=SimpleNamespace(has_request=lambda request_id: False),
+        _send_finish_outputs_to_client=lambda ids, client, reason, error: sent.append(error),
+    )
+    request = SimpleNamespace(
+        request_id="queueref-probe",
+        client_index=0,
+        abort_immediately=False,
+        kv_transfer_params=None,
+    )
+    assert reject(engine, request) is True
+    (error,) = sent
+    exception: Exception = error.to_exception()
+    return exception
+
+
 def differences(answers: ReleaseAnswers) -> list[str]:
     """Each answer of `answers` that the installed release does not give."""
     expected: list[tuple[str, ErrorAnswer | None, Exception | None]] = [
@@ -57,6 +87,7 @@ def differences(answers: ReleaseAnswers) -> list[str]:
     ]
     retryable = getattr(vllm.exceptions, "RetryableRequestError", None)
     expected.append(("retryable", answers.retryable, retryable() if retryable else None))
+    expected.append(("paused", answers.paused, rejected_while_paused()))
     found = []
     for name, ours, error in expected:
         theirs = body_of(error) if error is not None else None
@@ -82,7 +113,8 @@ def test_every_answer_is_the_releases_own() -> None:
 
 
 @pytest.mark.parametrize(
-    "field", ["queue_full", "generation_error", "engine_dead", "retryable", "rejection_metric"]
+    "field",
+    ["queue_full", "generation_error", "engine_dead", "retryable", "paused", "rejection_metric"],
 )
 def test_a_changed_answer_is_reported(field: str) -> None:
     """E2E-SRV-10: the teeth: one answer changed is named as a difference."""
@@ -90,8 +122,8 @@ def test_a_changed_answer_is_reported(field: str) -> None:
     wrong: object
     if field == "rejection_metric":
         wrong = not answers.rejection_metric
-    elif field == "retryable":
-        wrong = None if answers.retryable is not None else answers.queue_full
+    elif field in ("retryable", "paused"):
+        wrong = None if getattr(answers, field) is not None else answers.queue_full
     else:
         wrong = dataclasses.replace(getattr(answers, field), message="Something else.")
     found = differences(dataclasses.replace(answers, **{field: wrong}))

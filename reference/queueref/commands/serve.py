@@ -295,10 +295,11 @@ def run(args: argparse.Namespace) -> int:
             else ""
         )
         trace = f"; records in {args.trace}/server-<i>.jsonl" if args.trace else ""
+        release = f", answering as vLLM {args.vllm_version}" if args.vllm_version else ""
         print(
             f"queueref serve: {args.servers} API server process(es), "
             f"admission {args.admission.value}, "
-            f"cap {args.cap}{tokens}, on http://{args.host}:{servers.port} "
+            f"cap {args.cap}{tokens}{release}, on http://{args.host}:{servers.port} "
             f"(POST /v1/completions, GET /metrics); pids {servers.pids()}{trace}; "
             "Ctrl-C to stop",
             flush=True,
