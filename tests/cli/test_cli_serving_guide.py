@@ -42,7 +42,7 @@ def test_the_serving_guide_serve_block_runs(tmp_path: Path) -> None:
     script = (
         block.replace("8000", port)
         .replace("--duration 60s", "--duration 25s")
-        .replace("--duration 10s", "--duration 2s")
+        .replace("--duration 10s", "--duration 6s")
     )
     script = "set -e\n" + script + "\nkill %1\nwait\n"
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
@@ -56,6 +56,9 @@ def test_the_serving_guide_serve_block_runs(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "vllm:num_requests_running" in done.stdout
+    # E2E-SRV-3: the curl during the load shows the global count, busy (80 clients, cap 10).
+    shown = re.findall(r"^queueref:global_num_requests_running\{[^}]*\} (\d+)$", done.stdout, re.M)
+    assert len(shown) == 1 and int(shown[0]) > 0, done.stdout[-3000:]
     # E2E-CLI-5: the banner and the report name the protocol; no deprecation note.
     assert "admission check-then-write, cap 10" in done.stdout
     assert "mode check-then-write" in done.stdout

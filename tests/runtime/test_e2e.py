@@ -17,11 +17,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from plot_checks import plot_problems
 from processes import pids_alive, read_line_within
 
 from queueref.oracle.trace_check import check_admission_trace, read_trace_folder
 from queueref.runtime.experiment import ModeResult, format_table, plot, plot_figure, run_experiment
-from queueref.runtime.http.group import HttpServers, port_is_free
+from queueref.runtime.http.group import HttpServers
+from queueref.runtime.http.ports import port_is_free
 from queueref.runtime.loadgen import run_builtin
 
 # `make test` runs these after the others, serially (they start real processes).
@@ -127,16 +129,14 @@ def test_table_and_plot(results: dict[str, ModeResult], tmp_path: Path) -> None:
 
 
 def test_plot_draws_every_bound_and_keeps_the_legend_off(results: dict[str, ModeResult]) -> None:
-    """E2E-EXP-1: a dashed line at each mode's bound (local N*M too); legend outside the axes."""
+    """E2E-EXP-1, E2E-EXP-4: the cap, a dashed line at each bound, modes apart; legend outside."""
     import matplotlib.pyplot as plt
 
     figure = plot_figure(list(results.values()))
     try:
         (axes,) = figure.axes
-        levels = sorted(
-            {line.get_ydata()[0] for line in axes.get_lines() if line.get_linestyle() == "--"}
-        )
-        assert levels == [CAP, CAP + (N - 1) * 1, N * CAP]
+        bounds = {"local": N * CAP, "check-then-write": CAP + (N - 1) * 1, "write-then-check": CAP}
+        assert plot_problems(figure, CAP, bounds) == []
         figure.canvas.draw()
         legend = axes.get_legend().get_window_extent()
         assert legend.x0 >= axes.get_window_extent().x1  # to the right of the plot area
@@ -186,7 +186,7 @@ def test_serve_command_metrics_trace_and_sigterm(tmp_path: Path) -> None:
         assert load.ok > 0 and load.busy > 0 and load.bad_busy_bodies == 0
         status, text = _get(f"{url}/metrics")
         assert status == 200
-        assert 'vllm:num_requests_running{server="' in text
+        assert 'vllm:num_requests_running{model_name="queueref-simulated",server="' in text
         assert "queueref:global_num_requests_running" in text
         # E2E-CLI-5: the deprecated `--admission shared` runs, and is shown as, check-then-write.
         assert 'queueref:max_num_queued_reqs{mode="check-then-write"} 3' in text

@@ -18,7 +18,8 @@ import pytest
 from processes import wait_gone
 
 from queueref.oracle.trace_check import check_admission_trace, read_trace_folder
-from queueref.runtime.http.group import HttpServers, port_is_free
+from queueref.runtime.http.group import HttpServers
+from queueref.runtime.http.ports import port_is_free
 
 pytestmark = [pytest.mark.e2e, pytest.mark.multiprocess]
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from processes import read_line_within, wait_gone
 
-from queueref.runtime.http.group import port_is_free
+from queueref.runtime.http.ports import port_is_free
 
 pytestmark = [pytest.mark.slow, pytest.mark.multiprocess, pytest.mark.e2e]
 

@@ -39,7 +39,8 @@ from queueref.runtime.experiment import (
     run_experiment,
 )
 from queueref.runtime.experiment_nodes import NodesRow, format_rows, run_nodes_experiment
-from queueref.runtime.http.group import SERVE_PROTOCOLS, TOKEN_RULES, PortInUseError
+from queueref.runtime.http.group import SERVE_PROTOCOLS, TOKEN_RULES
+from queueref.runtime.http.ports import PortInUseError
 from queueref.runtime.loadgen import LoadError
 
 HELP = "run serve + load for each admission mode and print max global in-flight vs the bound"

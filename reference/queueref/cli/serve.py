@@ -13,9 +13,11 @@ before anything starts (E2E-CLI-1).
 from __future__ import annotations
 
 import argparse
+import re
 import signal
 import sys
 import time
+from pathlib import Path
 from types import FrameType
 
 from queueref.admission.protocol import Protocol
@@ -26,13 +28,15 @@ from queueref.cli.args import (
     finite_float,
     int_at_least,
 )
+from queueref.oracle.trace_check import trace_file
 from queueref.runtime.http.group import (
     SERVE_PROTOCOLS,
+    SUPERVISOR_LOG,
     TOKEN_RULES,
     HttpServers,
-    PortInUseError,
-    port_is_free,
 )
+from queueref.runtime.http.ports import PortInUseError, port_is_free
+from queueref.runtime.http.releases import VLLM_RELEASES
 from queueref.runtime.http.store import NodeStore
 from queueref.runtime.http.worker import PREFILL_FRACTION
 from queueref.runtime.store.redis_store import (
@@ -41,6 +45,9 @@ from queueref.runtime.store.redis_store import (
     StoreProtocol,
     allocate_node,
 )
+
+#: The record files `serve --trace` writes, which --overwrite removes (E2E-TRACE-2).
+RECORD_FILE = re.compile(r"server-[0-9]+\.jsonl")
 
 HELP = "run N real HTTP API server processes sharing one max_num_queued_reqs"
 
@@ -96,6 +103,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="local: each server caps itself (before the PR); check-then-write: vLLM "
         "0.30.0's shared counters; write-then-check: reserve first (exact cap)",
     )
+    parser.add_argument(
+        "--vllm-version",
+        choices=VLLM_RELEASES,
+        default=None,
+        help="answer 503s and engine failures with this vLLM release's bodies and messages, "
+        "and show /metrics as it does (default: queueref's wording)",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="listen address (127.0.0.1)")
     parser.add_argument(
         "--port", type=int_at_least(0, 65535), default=8000, help="listen port (8000; 0 = any)"
@@ -111,7 +125,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         default=None,
         help="write each server's admit/reject/finish/abort records to DIR/server-<i>.jsonl "
-        "as they happen, for `queueref check-trace DIR`",
+        "as they happen, for `queueref check-trace DIR`; DIR must be new or empty",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="let --trace DIR hold files already: its old records (server-*.jsonl, "
+        f"{SUPERVISOR_LOG}) are removed, other files kept",
     )
     parser.add_argument(
         "--duration",
@@ -192,6 +212,32 @@ def _node_store(args: argparse.Namespace) -> NodeStore | None:
     )
 
 
+def _clear_trace_folder(args: argparse.Namespace, node: NodeStore | None) -> None:
+    """E2E-TRACE-2: refuse a --trace folder that holds files, or clear its records with
+    --overwrite; raises ValueError with the one line to print. With --store, other nodes
+    share the folder: only this node's own files count."""
+    folder = Path(args.trace)
+    if not folder.is_dir():
+        return  # a new folder, or a path the start-up check refuses with its own message
+    if node is not None:
+        own = {trace_file(folder, node.base + i).name for i in range(args.servers)}
+        taken = sorted(p.name for p in folder.iterdir() if p.name in own)
+    else:
+        taken = sorted(p.name for p in folder.iterdir())
+    if not taken:
+        return
+    if not args.overwrite:
+        shown = ", ".join(taken[:3]) + (", ..." if len(taken) > 3 else "")
+        raise ValueError(
+            f"--trace {args.trace} is not empty ({len(taken)} entries: {shown}); "
+            "pass --overwrite to replace its records, or name a new folder"
+        )
+    for name in taken:
+        path = folder / name
+        if path.is_file() and (name == SUPERVISOR_LOG or RECORD_FILE.fullmatch(name)):
+            path.unlink()
+
+
 def _fail(message: str) -> int:
     print(f"queueref serve: {message}", file=sys.stderr)
     return 2
@@ -210,6 +256,13 @@ def run(args: argparse.Namespace) -> int:
         node = _node_store(args)
     except (ValueError, StoreError) as error:
         return _fail(str(error))
+    try:
+        if args.trace is not None:
+            _clear_trace_folder(args, node)
+    except ValueError as error:
+        return _fail(str(error))
+    except OSError as error:
+        return _fail(f"cannot clear --trace {args.trace}: {error.strerror or error}")
     servers = HttpServers(
         args.servers,
         args.cap,
@@ -224,6 +277,7 @@ def run(args: argparse.Namespace) -> int:
         max_num_queued_tokens=args.max_num_queued_tokens,
         token_rule=args.token_rule,
         prefill_ms=args.prefill_ms,
+        vllm_version=args.vllm_version,
     )
     # E2E-SRV-4: Ctrl-C (SIGINT, which the terminal also sends to every child) and SIGTERM
     # both stop the loop; `close` then stops, joins and reaps every process.
@@ -245,10 +299,11 @@ def run(args: argparse.Namespace) -> int:
             else ""
         )
         trace = f"; records in {args.trace}/server-<i>.jsonl" if args.trace else ""
+        release = f", answering as vLLM {args.vllm_version}" if args.vllm_version else ""
         print(
             f"queueref serve: {args.servers} API server process(es), "
             f"admission {args.admission.value}, "
-            f"cap {args.cap}{tokens}, on http://{args.host}:{servers.port} "
+            f"cap {args.cap}{tokens}{release}, on http://{args.host}:{servers.port} "
             f"(POST /v1/completions, GET /metrics); pids {servers.pids()}{trace}; "
             "Ctrl-C to stop",
             flush=True,

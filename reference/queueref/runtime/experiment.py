@@ -18,6 +18,7 @@ monotonic event stamps (ADM-EV-4, ADM-EV-5), so a short peak is not missed.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import errno
 import json
 import os
@@ -325,12 +326,31 @@ def check_output_path(path: str | Path) -> Path:
     return target
 
 
-def plot_figure(results: Sequence[ModeResult]) -> Any:
-    """The matplotlib figure of `plot` (E2E-EXP-1); raises `ImportError` without matplotlib.
+#: Per mode, in drawing order: its marker and its line width. The first drawn is the
+#: widest, so a curve drawn over it leaves its edges in sight (E2E-EXP-4).
+PLOT_STYLES: tuple[tuple[str, float], ...] = (("o", 2.8), ("s", 1.9), ("^", 1.1))
 
-    Every mode's bound is drawn in the mode's colour (local N*M, shared
-    M + (N-1)*min(M, W), reserve M); the legend sits outside the axes, off
-    the curves.
+
+def _marker_points(times: Sequence[float], position: int, count: int = 24) -> list[int]:
+    """Indices of `count` points evenly spaced in time, shifted per mode so markers alternate."""
+    if not times:
+        return []
+    span = times[-1] - times[0]
+    step = span / count if span > 0 else 1.0
+    shift = step * (0.2 + 0.3 * (position % len(PLOT_STYLES)))
+    wanted = [times[0] + shift + k * step for k in range(count)]
+    return sorted({max(0, bisect.bisect_right(times, t) - 1) for t in wanted})
+
+
+def plot_figure(results: Sequence[ModeResult]) -> Any:
+    """The matplotlib figure of `plot` (E2E-EXP-1, E2E-EXP-4); `ImportError` without matplotlib.
+
+    The cap M is a line of its own (solid, grey, wide, under the curves);
+    every mode's bound is a dashed line in the mode's colour (local N*M,
+    check-then-write M + (N-1)*min(M, W), write-then-check M). Modes that
+    overlap stay apart: each has its own marker, placed at staggered
+    intervals, and its own line width, and its maximum is marked. Modes are
+    named by their protocol names; the legend sits outside the axes.
     """
     import matplotlib
 
@@ -339,23 +359,61 @@ def plot_figure(results: Sequence[ModeResult]) -> Any:
 
     figure, axes = plt.subplots(figsize=(11, 4.5))
     cap = results[0].cap if results else 0
-    for result in results:
+    axes.axhline(
+        cap, color="0.55", linestyle="-", linewidth=5, alpha=0.5, zorder=1, label=f"cap M = {cap}"
+    )
+    axes.annotate(
+        f"M = {cap}",
+        xy=(1.0, cap),
+        xycoords=("axes fraction", "data"),
+        xytext=(4, 0),
+        textcoords="offset points",
+        va="center",
+        color="0.35",
+    )
+    for position, result in enumerate(results):
+        name = parse_protocol(result.mode).value
+        marker, width = PLOT_STYLES[position % len(PLOT_STYLES)]
         times, levels = timeline(result.events, result.mode)
         (line,) = axes.step(
-            times, levels, where="post", label=f"{result.mode} (max {result.max_in_flight})"
+            times,
+            levels,
+            where="post",
+            linewidth=width,
+            marker=marker,
+            markersize=7,
+            markerfacecolor="white",
+            markevery=_marker_points(times, position),
+            zorder=3 + position,
+            label=f"{name} (max {result.max_in_flight})",
         )
+        if levels:
+            peak = levels.index(max(levels))
+            axes.plot(
+                [times[peak]],
+                [levels[peak]],
+                linestyle="none",
+                marker=marker,
+                markersize=11,
+                color=line.get_color(),
+                markerfacecolor="none",
+                markeredgecolor=line.get_color(),
+                markeredgewidth=2,
+                zorder=10,
+            )
         axes.axhline(
             result.bound,
             color=line.get_color(),
             linestyle="--",
-            linewidth=1,
-            label=f"{result.mode} bound = {result.bound}",
+            linewidth=1.2,
+            zorder=2,
+            label=f"{name} bound = {result.bound}",
         )
     axes.set_xlabel("seconds since the first admission")
     axes.set_ylabel("global requests in flight")
     axes.set_title(
         f"{results[0].num_servers if results else 0} API servers, cap M = {cap}: "
-        "global in-flight per admission mode"
+        "global in-flight per admission protocol (a ring marks each maximum)"
     )
     axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     figure.tight_layout()

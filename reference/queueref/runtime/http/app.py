@@ -20,18 +20,34 @@ import itertools
 import json
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableSequence
 from http import HTTPStatus
 from typing import Any
 
 from queueref.admission.controller import AdmissionRejected, SharedAdmissionStats
 from queueref.admission.front import APIServer
+from queueref.runtime.http.metrics import (
+    MODEL_NAME,
+    REJECTION_REASONS,
+    RejectionCounts,
+    family,
+    rejection_reason,
+)
+from queueref.runtime.http.releases import (
+    FAULT_HEADER,
+    FAULTS,
+    VLLM_RELEASES,
+    ErrorAnswer,
+    ReleaseAnswers,
+    release_answers,
+)
 from queueref.runtime.http.store import StoreFront
 from queueref.runtime.http.wire import (
     COMPLETION_PATHS,
     MAX_BODY_BYTES,
     BadRequest,
     busy_body,
+    error_body,
     parse_completion_body,
     status_body,
 )
@@ -43,6 +59,9 @@ Send = Callable[[Message], Awaitable[None]]
 
 #: The method each path answers; any other method is 405 (E2E-SRV-5).
 _METHODS = {**{path: "POST" for path in COMPLETION_PATHS}, "/metrics": "GET", "/health": "GET"}
+
+#: The pause routes of vLLM 0.33.0 (E2E-SRV-10), served with `--vllm-version 0.33.0` only.
+_PAUSE_METHODS = {"/pause": "POST", "/resume": "POST", "/is_paused": "GET"}
 
 
 class ClientGone(Exception):
@@ -74,8 +93,21 @@ class CompletionApp:
         id_prefix: str | None = None,
         restarts: Callable[[], list[dict[str, int]]] | None = None,
         store: StoreFront | None = None,
+        rejections: RejectionCounts | None = None,
+        release: ReleaseAnswers | None = None,
+        paused: MutableSequence[int] | None = None,
     ) -> None:
         self._api = api
+        self._release = release  # serve --vllm-version: answer as that release (E2E-SRV-10)
+        # E2E-SRV-10: one pause flag for the group, as vLLM's API servers share one engine.
+        self._paused = paused if paused is not None else [0]
+        self._methods = {**_METHODS, **(_PAUSE_METHODS if self._pausable else {})}
+        # E2E-SRV-9: one array shared by the servers of a group; alone, a server's own.
+        self._rejections = (
+            rejections
+            if rejections is not None
+            else RejectionCounts([0] * len(REJECTION_REASONS), 1, 0)
+        )
         self._store = store  # serve --store: admission through the multi-node store
         self._service = service_time_ms / 1000.0
         self._prefill = prefill_ms / 1000.0
@@ -118,55 +150,108 @@ class CompletionApp:
         return self._api.controller.read_queued_tokens()
 
     def metrics_text(self) -> str:
-        """Prometheus text exposition of this server's and the global count (E2E-SRV-3)."""
-        index = self._api.server_index
+        """Prometheus text of this server's and the global counts (E2E-SRV-3, E2E-SRV-9)."""
+        index = str(self._api.server_index)
+        own = {"server": index}
+        vllm_labels = {"model_name": MODEL_NAME, "server": index}
         limit = self._api.controller.max_num_queued_reqs
         token_limit = self._api.controller.max_num_queued_tokens
+        unfinished = self._api.tracker.get_num_unfinished_requests()
+        rule = self._api.controller.token_rule.value
         lines = [
-            "# HELP vllm:num_requests_running Requests admitted and unfinished on this server.",
-            "# TYPE vllm:num_requests_running gauge",
-            f'vllm:num_requests_running{{server="{index}"}} '
-            f"{self._api.tracker.get_num_unfinished_requests()}",
-            "# HELP queueref:global_num_requests_running Sum of every server's shared slot.",
-            "# TYPE queueref:global_num_requests_running gauge",
-            f'queueref:global_num_requests_running{{server="{index}"}} {self.global_running()}',
-            "# HELP queueref:max_num_queued_reqs The cap M.",
-            "# TYPE queueref:max_num_queued_reqs gauge",
-            f'queueref:max_num_queued_reqs{{mode="{self._mode}"}} '
-            f"{limit if limit is not None else -1}",
-            "# HELP queueref:num_queued_tokens Prompt tokens of this server still in prefill.",
-            "# TYPE queueref:num_queued_tokens gauge",
-            f'queueref:num_queued_tokens{{server="{index}"}} '
-            f"{self._api.tracker.get_num_queued_tokens()}",
-            "# HELP queueref:global_num_queued_tokens Sum of counter 1 of every server's slot.",
-            "# TYPE queueref:global_num_queued_tokens gauge",
-            f'queueref:global_num_queued_tokens{{server="{index}"}} {self.global_queued_tokens()}',
-            "# HELP queueref:max_num_queued_tokens The token cap Mt (-1: none).",
-            "# TYPE queueref:max_num_queued_tokens gauge",
-            f'queueref:max_num_queued_tokens{{mode="{self._mode}",'
-            f'rule="{self._api.controller.token_rule.value}"}} '
-            f"{token_limit if token_limit is not None else -1}",
-            "# HELP queueref:requests_total Outcomes of this server's completion requests.",
-            "# TYPE queueref:requests_total counter",
-            f'queueref:requests_total{{server="{index}",outcome="admitted"}} {self.admitted}',
-            f'queueref:requests_total{{server="{index}",outcome="rejected"}} {self.rejected}',
-            f'queueref:requests_total{{server="{index}",outcome="aborted"}} {self.aborted}',
-            f'queueref:requests_total{{server="{index}",outcome="bad_request"}} '
-            f"{self.bad_requests}",
+            # E2E-SRV-9: vLLM's name keeps vLLM's meaning (requests in the engine), per server.
+            *family(
+                "vllm:num_requests_running",
+                "gauge",
+                "Number of requests in model execution batches, of THIS server's simulated "
+                "engine only (per server; not the deployment's count, which is "
+                "queueref:global_num_requests_running).",
+                [(vllm_labels, unfinished)],
+            ),
+            *family(
+                "queueref:num_requests_running",
+                "gauge",
+                "This server's own unfinished requests: the count it writes into its slot.",
+                [(own, unfinished)],
+            ),
+            *family(
+                "queueref:global_num_requests_running",
+                "gauge",
+                "The global count admission reads: the sum of every server's slot "
+                "(the same on every server; in local mode a display admission never reads).",
+                [(own, self.global_running())],
+            ),
+            *family(
+                "queueref:max_num_queued_reqs",
+                "gauge",
+                "The cap M.",
+                [({"mode": self._mode}, limit if limit is not None else -1)],
+            ),
+            *family(
+                "queueref:num_queued_tokens",
+                "gauge",
+                "Prompt tokens of this server still in prefill.",
+                [(own, self._api.tracker.get_num_queued_tokens())],
+            ),
+            *family(
+                "queueref:global_num_queued_tokens",
+                "gauge",
+                "Sum of counter 1 of every server's slot.",
+                [(own, self.global_queued_tokens())],
+            ),
+            *family(
+                "queueref:max_num_queued_tokens",
+                "gauge",
+                "The token cap Mt (-1: none).",
+                [
+                    (
+                        {"mode": self._mode, "rule": rule},
+                        token_limit if token_limit is not None else -1,
+                    )
+                ],
+            ),
+            *family(
+                "queueref:requests",
+                "counter",
+                "Outcomes of this server's completion requests.",
+                [
+                    ({"server": index, "outcome": outcome}, count)
+                    for outcome, count in (
+                        ("admitted", self.admitted),
+                        ("rejected", self.rejected),
+                        ("aborted", self.aborted),
+                        ("bad_request", self.bad_requests),
+                    )
+                ],
+            ),
         ]
+        if self._release is None or self._release.rejection_metric:
+            lines += self._rejection_lines()  # E2E-SRV-10: from vLLM 0.32.0 on
         if self._restarts is not None:
             # E2E-SRV-7: the parent's restarts of every slot (a shared array, so any server tells).
-            lines += [
-                "# HELP queueref:server_restarts_total Restarts of a server slot by the parent.",
-                "# TYPE queueref:server_restarts_total counter",
-            ]
-            for slot, counts in enumerate(self._restarts()):
-                for reason, count in sorted(counts.items()):
-                    lines.append(
-                        f'queueref:server_restarts_total{{server="{slot}",reason="{reason}"}} '
-                        f"{count}"
-                    )
+            lines += family(
+                "queueref:server_restarts",
+                "counter",
+                "Restarts of a server slot by the parent.",
+                [
+                    ({"server": str(slot), "reason": reason}, count)
+                    for slot, counts in enumerate(self._restarts())
+                    for reason, count in sorted(counts.items())
+                ],
+            )
         return "\n".join(lines) + "\n"
+
+    def _rejection_lines(self) -> list[str]:
+        """E2E-SRV-9: vLLM 0.32.0's rejection counter, summed over every server."""
+        totals = self._rejections.totals()
+        reasons = REJECTION_REASONS if self._store is not None else REJECTION_REASONS[:2]
+        return family(
+            "vllm:admission_rejections",
+            "counter",
+            "Number of admission attempts rejected by a queue limit, by reason "
+            "(every server's, as vLLM's multiprocess registry sums them).",
+            [({"model_name": MODEL_NAME, "reason": reason}, totals[reason]) for reason in reasons],
+        )
 
     async def _answer(
         self,
@@ -228,6 +313,12 @@ class CompletionApp:
             self.bad_requests += 1
             await self._error(send, bad.status, bad.body)
             return
+        fault = headers.get(FAULT_HEADER.encode(), b"").decode("latin-1")
+        if fault and fault not in FAULTS:  # E2E-SRV-10: a fault queueref cannot simulate
+            self.bad_requests += 1
+            message = f"{FAULT_HEADER} must be one of {', '.join(FAULTS)}, got {fault!r}"
+            await self._error(send, HTTPStatus.BAD_REQUEST, error_body(message, "Bad Request", 400))
+            return
         request_id = f"{self._prefix}-{next(self._ids)}"
         try:
             # ADM-FRONT-1: check + registration in one synchronous step, with the real n.
@@ -238,10 +329,19 @@ class CompletionApp:
         except AdmissionRejected as rejection:
             # E2E-SRV-2: a rejected request gets 503 and vLLM's JSON error body.
             self.rejected += 1
-            await self._error(send, HTTPStatus(rejection.http_status), busy_body(rejection.message))
+            self._rejections.add(rejection_reason(rejection))
+            await self._error(send, HTTPStatus(rejection.http_status), self._busy(rejection))
             return
         self.admitted += 1
         self._mirror()
+        answers = self._release or release_answers(VLLM_RELEASES[0])
+        if fault or (self._pausable and self._paused[0]):
+            # E2E-SRV-10: the engine fails the request at once (a fault, or vLLM 0.33.0's
+            # engine rejecting new work while paused); its slots are given back.
+            failure = answers.fault(fault) if fault else answers.paused
+            assert failure is not None
+            await self._fail(request_id, failure, send)
+            return
         finished = False
         gone = asyncio.ensure_future(self._disconnected(receive))
         try:
@@ -289,6 +389,49 @@ class CompletionApp:
         ).encode()
         await self._answer(send, 200, answer)
 
+    def _busy(self, rejection: AdmissionRejected) -> dict[str, Any]:
+        """E2E-SRV-2, E2E-SRV-10: the 503 body, in the chosen release's words if one is."""
+        reason = rejection_reason(rejection)
+        if self._release is None or reason == REJECTION_REASONS[2]:
+            return busy_body(rejection.message)
+        answers = self._release
+        return (
+            answers.queue_full if reason == REJECTION_REASONS[0] else answers.token_backlog
+        ).body()
+
+    @property
+    def _pausable(self) -> bool:
+        return self._release is not None and self._release.paused is not None
+
+    async def _fail(self, request_id: str, answer: ErrorAnswer, send: Send) -> None:
+        """E2E-SRV-10: a request the engine failed: aborted, answered as the release answers."""
+        if self._store is not None:
+            await self._store.abort(request_id)
+        else:
+            self._api.abort(request_id)
+        self.aborted += 1
+        self._mirror()
+        await self._error(send, answer.status, answer.body())
+
+    async def _pause_route(self, scope: Scope, send: Send) -> None:
+        """E2E-SRV-10: vLLM 0.33.0's /pause (mode=wait only), /resume and /is_paused."""
+        path = scope.get("path", "")
+        if path == "/is_paused":
+            await self._answer(send, 200, json.dumps({"is_paused": bool(self._paused[0])}).encode())
+            return
+        if path == "/resume":
+            self._paused[0] = 0
+            await self._answer(send, 200, b'{"status": "resumed"}')
+            return
+        query = scope.get("query_string", b"").decode("latin-1")
+        if "mode=wait" not in query.split("&"):
+            # abort and keep (and vLLM's default, abort) are not simulated: say so.
+            message = "queueref simulates POST /pause?mode=wait only (in-flight requests finish)"
+            await self._answer(send, 400, json.dumps({"error": message}).encode())
+            return
+        self._paused[0] = 1
+        await self._answer(send, 200, b'{"status": "paused"}')
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             while True:
@@ -307,10 +450,10 @@ class CompletionApp:
         path = scope.get("path", "")
         method = scope.get("method", "GET")
         try:
-            if path not in _METHODS:
+            if path not in self._methods:
                 await self._read_body(receive)
                 await self._error(send, HTTPStatus.NOT_FOUND, status_body(HTTPStatus.NOT_FOUND))
-            elif method != _METHODS[path]:
+            elif method != self._methods[path]:
                 # E2E-SRV-5: as Starlette answers a route's wrong method in vLLM 0.30.0.
                 await self._read_body(receive)
                 self.bad_requests += 1
@@ -319,10 +462,13 @@ class CompletionApp:
                     send,
                     status.value,
                     json.dumps(status_body(status)).encode(),
-                    extra=[(b"allow", _METHODS[path].encode())],
+                    extra=[(b"allow", self._methods[path].encode())],
                 )
             elif path in COMPLETION_PATHS:
                 await self.complete(scope, receive, send)
+            elif path in _PAUSE_METHODS:
+                await self._read_body(receive)
+                await self._pause_route(scope, send)
             elif path == "/metrics":
                 await self._read_body(receive)
                 await self._answer(

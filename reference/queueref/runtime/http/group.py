@@ -1,7 +1,7 @@
-"""The process group of `serve`: the port, the trace folder, and the parent's supervision.
+"""The process group of `serve`: the trace folder, and the parent's supervision.
 
 The child side (its socket, its entry point, its heartbeat) is
-`queueref.runtime.http.worker`; both are re-exported here.
+`queueref.runtime.http.worker`, its port `queueref.runtime.http.ports`.
 
 Models the front door of vLLM 0.30.0's OpenAI-compatible server with
 `--api-server-count N` (`APIServerProcessManager` in `vllm/v1/utils.py`): N
@@ -31,7 +31,6 @@ import heapq
 import json
 import multiprocessing
 import os
-import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +39,9 @@ from typing import Any, Final
 from queueref.admission.controller import TokenRuleName
 from queueref.admission.protocol import parse_protocol, spellings
 from queueref.oracle.trace_check import in_flight_requests
+from queueref.runtime.http.metrics import REJECTION_REASONS
+from queueref.runtime.http.ports import reserve_port
+from queueref.runtime.http.releases import release_answers
 from queueref.runtime.http.store import NodeStore
 from queueref.runtime.http.wire import COMPLETION_PATHS
 from queueref.runtime.http.worker import (
@@ -73,49 +75,13 @@ __all__ = [
     "TOKEN_RULES",
     "HttpConfig",
     "HttpServers",
-    "PortInUseError",
     "Restart",
     "ServeMode",
     "ServeResult",
     "listening_socket",
-    "port_is_free",
     "prepare_trace_folder",
-    "reserve_port",
     "serve_process",
 ]
-
-
-class PortInUseError(OSError):
-    """The port of `serve` is taken by another program (E2E-CLI-1)."""
-
-
-def reserve_port(host: str, port: int) -> int:
-    """Check that (host, port) is free and return it; port 0 picks a free one (E2E-CLI-1).
-
-    Binds without `SO_REUSEPORT`, so any other listener on the port makes it
-    fail, then releases it for the server processes.
-    """
-    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        probe.bind((host, port))
-        chosen: int = probe.getsockname()[1]
-    except OSError as error:
-        if error.errno == errno.EADDRINUSE:
-            raise PortInUseError(error.errno, f"port {port} on {host} is already in use") from None
-        raise
-    finally:
-        probe.close()
-    return chosen
-
-
-def port_is_free(host: str, port: int) -> bool:
-    """Whether nothing listens on (host, port) any more (E2E-SRV-4)."""
-    try:
-        reserve_port(host, port)
-    except OSError:
-        return False
-    return True
 
 
 def prepare_trace_folder(folder: str | Path, num_servers: int, first: int = 0) -> Path:
@@ -206,8 +172,11 @@ class HttpServers:
         token_rule: TokenRuleName = "ge",
         prefill_ms: float | None = None,
         store: NodeStore | None = None,
+        vllm_version: str | None = None,
     ) -> None:
         # E2E-CLI-1: bad input is refused before anything starts.
+        if vllm_version is not None:
+            release_answers(vllm_version)  # E2E-SRV-10: ValueError naming the releases
         if not is_int_at_least(num_servers, 1):
             raise ValueError(f"--servers must be an integer >= 1, got {num_servers!r}")
         if not is_int_at_least(max_num_queued_reqs, 0):
@@ -248,6 +217,7 @@ class HttpServers:
         self.restart = restart
         self.max_restarts = max_restarts
         self.store = store
+        self.vllm_version = vllm_version
         # With a store, records and trace files carry the global index: node base + local.
         self.trace_base = store.base if store is not None else 0
         self._group: ServerGroup | None = None
@@ -285,6 +255,7 @@ class HttpServers:
         ready = context.Semaphore(0)
         heartbeats = context.RawArray("d", self.num_servers)
         restarts = context.RawArray("q", self.num_servers * len(RESTART_REASONS))
+        rejections = context.RawArray("q", self.num_servers * len(REJECTION_REASONS))
         for index in range(self.num_servers):
             heartbeats[index] = time.monotonic() + STARTUP_GRACE
         http = HttpConfig(
@@ -300,6 +271,9 @@ class HttpServers:
             restarts,
             prefill_ms=self.prefill_ms,
             store=self.store,
+            rejections=rejections,
+            vllm_version=self.vllm_version,
+            paused=context.RawArray("q", 1),
         )
         self._http = http
         group = ServerGroup(

@@ -26,6 +26,8 @@ from typing import IO, Any, Final, Literal
 
 from queueref.admission.protocol import Protocol, parse_protocol
 from queueref.runtime.http.app import CompletionApp
+from queueref.runtime.http.metrics import RejectionCounts
+from queueref.runtime.http.releases import release_answers
 from queueref.runtime.http.store import NodeStore, StoreFront
 from queueref.runtime.servers import ServerSpec
 from queueref.trace.events import AdmissionEvent
@@ -77,6 +79,9 @@ class HttpConfig:
     restarts: Any = None  # RawArray("q", N * len(RESTART_REASONS)), written by the parent
     prefill_ms: float | None = None  # None: PREFILL_FRACTION of the service time
     store: NodeStore | None = None  # serve --store: admit through the multi-node store
+    rejections: Any = None  # RawArray("q", N * len(REJECTION_REASONS)): E2E-SRV-9
+    vllm_version: str | None = None  # serve --vllm-version: answer as that release (E2E-SRV-10)
+    paused: Any = None  # RawArray("q", 1): the group's pause flag (vLLM 0.33.0's /pause)
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -140,6 +145,13 @@ def _build(spec: ServerSpec, http: HttpConfig, record: Any) -> CompletionApp:
         "mode": http.mode,
         "id_prefix": f"cmpl-{spec.index}-{os.getpid()}",  # unique across restarts
         "restarts": restart_counts if restarts is not None else None,
+        "release": release_answers(http.vllm_version) if http.vllm_version else None,
+        "paused": http.paused,
+        "rejections": (
+            RejectionCounts(http.rejections, spec.num_servers, spec.index)
+            if http.rejections is not None
+            else None
+        ),
     }
     if http.store is not None:
         # ADM-STORE-8: admission through the store, under the global index base + local.
