@@ -38,8 +38,7 @@ output handler waits for the loop): more runs, and a finish never raises a count
 Broken variants (`Broken`), each refuted by the search: the second check skipped, the
 children of 0.31.0's path registered with an `await` between them, the reservation of
 check-then-write written after an `await`, vLLM's second check kept after a
-write-then-check reservation (the own reservation counted twice), and a render failure
-that does not release the reservation.
+write-then-check reservation (the own reservation counted twice).
 """
 
 from __future__ import annotations
@@ -80,8 +79,6 @@ class Broken(Enum):
     #: reserve-write-then-check: vLLM's second check kept after rendering; it reads the
     #: own reservation and adds n again.
     SECOND_CHECK_AFTER_RESERVE = "second-check-after-reserve"
-    #: reserve-*: a render failure or disconnect that keeps the reservation.
-    NO_RELEASE_ON_FAILURE = "no-release-on-failure"
 
 
 @dataclass(frozen=True)
@@ -148,23 +145,27 @@ class PathModel(Model):
         # than M never passes any other check, so it is not started (OB-TABLE-1).
         top = weight if self.path is AdmissionPath.RESERVE_WRITE_THEN_CHECK else min(weight, cap)
         self.weights = range(1, top + 1)
-        self.codes: dict[Local, int] = {(IDLE, 0, 0, 0): 0}
-        self.locals: list[Local] = [(IDLE, 0, 0, 0)]
+        # Codes are a fixed function of the local state (not numbered as found), so that
+        # every instance of a model -- the search and a replay -- sorts a block alike.
+        self.radix_n, self.radix_k = weight + 3, servers + 2
 
     # -- encoding ------------------------------------------------------------------
     def code(self, local: Local) -> int:
-        found = self.codes.get(local)
-        if found is None:
-            found = self.codes[local] = len(self.locals)
-            self.locals.append(local)
-        return found
+        phase, n, k, v = local
+        return ((v * self.radix_k + k) * self.radix_n + n) * 8 + phase
+
+    def local(self, code: int) -> Local:
+        rest, phase = divmod(code, 8)
+        rest, n = divmod(rest, self.radix_n)
+        v, k = divmod(rest, self.radix_k)
+        return (phase, n, k, v)
 
     def initial(self) -> State:
         return (0,) * (self.servers + self.servers * self.K)
 
     def requests(self, state: State, p: int) -> list[Local]:
         base = self.servers + p * self.K
-        return [self.locals[c] for c in state[base : base + self.K]]
+        return [self.local(c) for c in state[base : base + self.K]]
 
     # -- what a state holds ----------------------------------------------------------
     def held(self, local: Local) -> bool:
@@ -198,11 +199,11 @@ class PathModel(Model):
         """The global count the bound is about: every slot, minus the reservations of
         write-then-check checks still in progress (they are not admitted yet)."""
         N = self.servers
-        return sum(state[:N]) - sum(self.undecided(self.locals[c]) for c in state[N:])
+        return sum(state[:N]) - sum(self.undecided(self.local(c)) for c in state[N:])
 
     def wasted(self, state: State) -> int:
         """Requests refused after rendering, in a burst."""
-        return sum(1 for c in state[self.servers :] if self.locals[c] == (DONE, ENDED_WASTED, 0, 0))
+        return sum(1 for c in state[self.servers :] if self.local(c) == (DONE, ENDED_WASTED, 0, 0))
 
     # -- the steps -----------------------------------------------------------------
     def successors(self, state: State) -> list[tuple[RawStep, State]]:
@@ -276,7 +277,9 @@ class PathModel(Model):
         done = self.ended(ENDED_ADMITTED) if k + 1 == n else (REGISTER, n, k + 1, 0)
         return [("register", 0, 1, done)]
 
-    def render_moves(self, n: int, unwritten: int, idle: Local) -> list[tuple[str, int, int, Local]]:
+    def render_moves(
+        self, n: int, unwritten: int, idle: Local
+    ) -> list[tuple[str, int, int, Local]]:
         """The end of rendering: the second check (two-check), or registration."""
         path, broken = self.path, self.broken
         out: list[tuple[str, int, int, Local]] = []
@@ -293,8 +296,7 @@ class PathModel(Model):
             out.append(("register", 0, 0, self.ended(ENDED_ADMITTED)))
         if self.failures:
             written = n if path in _RESERVES and not unwritten else 0
-            release = 0 if broken is Broken.NO_RELEASE_ON_FAILURE else written
-            out.append(("fail", 0, -release, idle))
+            out.append(("fail", 0, -written, idle))
         return out
 
     def ended(self, how: int) -> Local:
