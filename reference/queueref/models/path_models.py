@@ -303,22 +303,26 @@ class PathModel(Model):
         """An ended request: idle again, or in a burst DONE with how it ended."""
         return (DONE, how, 0, 0) if self.burst else (IDLE, 0, 0, 0)
 
-    def refusals(self, state: State) -> list[int]:
-        """The weights of the requests whose next step refuses them."""
-        out = []
-        for p in range(self.servers):
-            for local in self.requests(state, p):
-                for action, _, _, _ in self.moves(state, p, local):
-                    if action in ("reject", "rollback", "refuse"):
-                        out.append(local[1])
-        return out
+    def spurious(self, state: State, p: int, local: Local) -> int:
+        """M - A if the request's next step refuses it although it fits (A + n <= M, A the
+        admitted count of the others), else -1."""
+        if not any(m[0] in ("reject", "rollback", "refuse") for m in self.moves(state, p, local)):
+            return -1
+        own = self.reserved(local) - self.undecided(local)  # counted in `total` already
+        others = self.total(state) - own
+        return self.cap - others if others + local[1] <= self.cap else -1
 
     def spurious_rejection(self, state: State) -> int:
         """The largest free capacity M - A at a refusal enabled in `state` of a request
-        that fits (A + n <= M, A = `total`), or -1 when there is none (OB-WTC-3)."""
-        admitted = self.total(state)
-        fits = [n for n in self.refusals(state) if admitted + n <= self.cap]
-        return self.cap - admitted if fits else -1
+        that fits, or -1 when there is none (OB-WTC-3's measure)."""
+        return max(
+            (
+                self.spurious(state, p, r)
+                for p in range(self.servers)
+                for r in self.requests(state, p)
+            ),
+            default=-1,
+        )
 
     def step(self, state: State, step: Step) -> State:
         raw = step.raw()

@@ -49,12 +49,12 @@ def worst_spurious_rejection_path(
     found = search(model, model.spurious_rejection, parents=True)
     if found.best_score < 0:
         return None, ()
-    admitted = model.total(found.best_state)
-    for label, _ in model.successors(found.best_state):
+    best = found.best_state
+    for label, _ in model.successors(best):
         if label[0] in ("reject", "rollback", "refuse"):
-            local = model.requests(found.best_state, label[1])[label[3]]
-            if admitted + local[1] <= cap:
-                return found.best_score, steps_to(found, found.best_state) + (PathStep(*label),)
+            local = model.requests(best, label[1])[label[3]]
+            if model.spurious(best, label[1], local) == found.best_score:
+                return found.best_score, steps_to(found, best) + (PathStep(*label),)
     raise AssertionError("the best state has no spurious rejection")  # pragma: no cover
 
 
