@@ -1,4 +1,4 @@
-"""ADM-PRE-*: vLLM's admission path and the reservations at preflight, searched exhaustively.
+"""ADM-PRE-1 .. ADM-PRE-7: vLLM's admission path and the reservations at preflight, searched exhaustively.
 
 The expected values are the formulas of `specs/admission.md` written out here, not
 `protocol.path_bound`; the full table (N = 1..3, M = 0..3, W = 1..2) is checked by
@@ -54,6 +54,21 @@ def test_adm_pre_5_write_then_check_reservation_reaches_m_never_more(
     """ADM-PRE-5: the admitted count reaches the cap M and never passes it."""
     row = explore_path(WTC, n, m, w, prices=False)
     assert (row.worst_total, row.bound) == (m, m)
+
+
+def test_adm_pre_2_preflight_refusal_writes_nothing_and_renders_nothing() -> None:
+    """ADM-PRE-2: a request refused at preflight changes no count and is never rendered."""
+    model = PathModel(TWO, 2, 1, 1)
+    state = model.initial()
+    for step in [PathStep("start", 0, 1), PathStep("read", 0, 0), PathStep("read", 0, 1),
+                 PathStep("render", 0), PathStep("recheck", 0, 0), PathStep("recheck", 0, 1),
+                 PathStep("register", 0)]:  # fmt: skip
+        state = model.step(state, step)
+    before = model.step(state, PathStep("start", 1, 1))
+    after = model.step(before, PathStep("reject", 1, 0))
+    assert after == state  # slots and server 1's request as before the request came
+    actions = {label[0] for label, _ in model.successors(before) if label[1] == 1}
+    assert actions == {"reject"}  # no render is reachable for it
 
 
 def test_adm_pre_1_witness_reaches_the_bound_through_both_checks() -> None:

@@ -115,7 +115,7 @@ class PathStep(Step):
 
 
 class PathModel(Model):
-    """ADM-PRE-*: one `AdmissionPath` over N servers, cap M, weights 1..W, K requests each.
+    """ADM-PRE-7: one `AdmissionPath` over N servers, cap M, weights 1..W, K requests each.
 
     State: the N slots, then per server its K request codes, sorted. `burst=True`: no
     finishes, no render failures and each request makes one attempt (DONE records how it
@@ -170,6 +170,8 @@ class PathModel(Model):
     # -- what a state holds ----------------------------------------------------------
     def held(self, local: Local) -> bool:
         """The request holds its server: it is inside a block with no `await`."""
+        # ADM-PRE-1, ADM-PRE-4: the second check and the n children with no `await`;
+        # ADM-PRE-3: vLLM 0.30.0 awaits before each child of n >= 2.
         phase, n = local[0], local[1]
         if phase in (PRE, ROLLBACK, RESERVE, RECHECK):
             return True
@@ -241,6 +243,7 @@ class PathModel(Model):
         if phase == DONE:
             return []
         if phase == PRE:
+            # ADM-PRE-2: preflight reads, writes nothing (ADM-PRE-5: after the reservation).
             view = accumulate(v, state[k])
             if path is AdmissionPath.RESERVE_WRITE_THEN_CHECK:
                 if not keeps_reservation(view, M):
@@ -259,7 +262,7 @@ class PathModel(Model):
             return [("read", k, 0, (RENDER, n, 0, 0))]
         if phase == ROLLBACK:
             return [("rollback", 0, -n, self.ended(ENDED_REFUSED))]
-        if phase == RESERVE:
+        if phase == RESERVE:  # ADM-PRE-6: written with no `await` after the check
             return [("reserve", 0, n, (RENDER, n, 0, 0))]
         if phase == RENDER:
             return self.render_moves(n, v, idle)
@@ -294,7 +297,7 @@ class PathModel(Model):
             out.append(("render", 0, 0, (RECHECK, n, 0, 0)))
         else:
             out.append(("register", 0, 0, self.ended(ENDED_ADMITTED)))
-        if self.failures:
+        if self.failures:  # ADM-PRE-5, ADM-PRE-6: a failure gives the reservation back
             written = n if path in _RESERVES and not unwritten else 0
             out.append(("fail", 0, -written, idle))
         return out

@@ -199,7 +199,7 @@ class Check:
 
 class AdmissionPath(StrEnum):
     """vLLM's whole admission path (preflight, rendering, registration) and the two
-    reservations at preflight proposed for vLLM #58192 (ADM-PRE-*; the design note is
+    reservations at preflight proposed for vLLM #58192 (clauses ADM-PRE-1 .. ADM-PRE-7; the design note is
     `specs/preflight-reservations.md`).
 
     Each request: a check at preflight, then rendering (an `await`: any other request of
@@ -230,7 +230,7 @@ def passes_preflight(view: int, n: int, cap: int) -> bool:
 def path_bound(
     path: AdmissionPath, num_servers: int, cap: int, max_n: int, requests_per_server: int = 1
 ) -> int:
-    """The worst global count of an admission path: the one definition (ADM-PRE-*).
+    """The worst global count of an admission path: the one definition (ADM-PRE-1 .. ADM-PRE-6).
 
     K = `requests_per_server` requests of one server can be in flight at once (each
     waiting at its own `await`). Every path whose check and write have no `await`
