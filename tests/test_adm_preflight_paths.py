@@ -1,4 +1,4 @@
-"""ADM-PRE-1 .. ADM-PRE-7: vLLM's admission path and the reservations at preflight, searched exhaustively.
+"""ADM-PRE-1 .. ADM-PRE-7: vLLM's admission path and the preflight reservations, exhaustively.
 
 The expected values are the formulas of `specs/admission.md` written out here, not
 `protocol.path_bound`; the full table (N = 1..3, M = 0..3, W = 1..2) is checked by

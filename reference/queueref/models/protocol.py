@@ -199,8 +199,8 @@ class Check:
 
 class AdmissionPath(StrEnum):
     """vLLM's whole admission path (preflight, rendering, registration) and the two
-    reservations at preflight proposed for vLLM #58192 (clauses ADM-PRE-1 .. ADM-PRE-7; the design note is
-    `specs/preflight-reservations.md`).
+    reservations at preflight proposed for vLLM #58192 (clauses ADM-PRE-1 .. ADM-PRE-7;
+    the design note is `specs/preflight-reservations.md`).
 
     Each request: a check at preflight, then rendering (an `await`: any other request of
     any server acts meanwhile), then registration of its n children into the own slot.
