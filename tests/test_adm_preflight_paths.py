@@ -208,3 +208,24 @@ def test_adm_pre_7_bound_table_bad_requests_per_server() -> None:
     code, out, err = run(["bound-table", "--path", "two-check", "--requests-per-server", "0"])
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "--requests-per-server" in err
+
+
+def test_adm_pre_7_design_note_numbers_are_the_explorer_s() -> None:
+    """ADM-PRE-7: every row of the table in specs/preflight-reservations.md is what the
+    search finds (the note states no number the explorer does not reproduce)."""
+    from pathlib import Path
+
+    note = Path(__file__).resolve().parent.parent / "specs" / "preflight-reservations.md"
+    rows = [
+        [cell.strip().strip("*") for cell in line.strip("|").split("|")]
+        for line in note.read_text().splitlines()
+        if line.startswith("| two-check") or line.startswith("| reserve-")
+    ]
+    assert len(rows) >= 10
+    for path, n, m, w, k, worst, bound, wasted, spurious, states in rows:
+        found = explore_path(path.split()[0], int(n), int(m), int(w), int(k))
+        assert (found.worst_total, found.bound) == (int(worst), int(bound)), path
+        assert found.extra["wasted_renders"] == int(wasted), path
+        want = None if spurious == "-" else int(spurious)
+        assert found.extra["spurious_rejection"] == want, path
+        assert found.states == int(states.replace(",", "")), path
