@@ -210,6 +210,7 @@ def test_adm_pre_7_bound_table_bad_requests_per_server() -> None:
     assert err.count("\n") == 1 and "--requests-per-server" in err
 
 
+@pytest.mark.slow
 def test_adm_pre_7_design_note_numbers_are_the_explorer_s() -> None:
     """ADM-PRE-7: every row of the table in specs/preflight-reservations.md is what the
     search finds (the note states no number the explorer does not reproduce)."""
