@@ -17,6 +17,10 @@ adds), `--rule ge` (vLLM 0.30.0's `>=` rejects, the default) or `fits`; the rows
 same keys, `worst_total` being the worst global queued tokens. `--limit
 both` sets both limits (`--token-cap`, `--prompt` for the token side): `worst_total` and
 `bound` are the request count's, `worst_tokens` and `token_bound` the tokens'.
+`--path P` searches one of vLLM's admission paths or a reservation at preflight instead
+(`queueref.commands.bound_table_paths`: two-check, two-check-await-gap,
+reserve-write-then-check, reserve-check-then-write; `--requests-per-server K`), each row
+with `wasted_renders` and `spurious_rejection`.
 `--engine spin` has Spin search check-then-write (the compact encoding's Promela text,
 `queueref.models.promela`): the same rows, `engine` and `encoding` added.
 `--json` prints a JSON list of rows; `--witness` adds the interleaving that reaches

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 
+from queueref.commands.args import progress_line, show_progress
 from queueref.models.admission_models import Step
 from queueref.models.path_models import PathModel, PathStep
 from queueref.models.path_search import (
@@ -79,6 +80,12 @@ def path_rows(
                         path, n, m, w, k, witness=args.witness, max_states=max_states
                     )
                     row = found.row()
+                    if show_progress(args):  # E2E-CLI-4: one line per row
+                        progress_line(
+                            "bound-table",
+                            f"{path.value} N={n} M={m} W={w} K={k}: {found.states} states "
+                            f"in {found.seconds:.2f} s",
+                        )
                     if args.witness:
                         model = PathModel(path, n, m, w, k)
                         row["witness"] = witness_json(model, found.witness or ())
