@@ -148,6 +148,7 @@ class PathModel(Model):
         # Codes are a fixed function of the local state (not numbered as found), so that
         # every instance of a model -- the search and a replay -- sorts a block alike.
         self.radix_n, self.radix_k = weight + 3, servers + 2
+        self._locals: dict[int, Local] = {}  # decoded codes: the search decodes them often
 
     # -- encoding ------------------------------------------------------------------
     def code(self, local: Local) -> int:
@@ -155,10 +156,13 @@ class PathModel(Model):
         return ((v * self.radix_k + k) * self.radix_n + n) * 8 + phase
 
     def local(self, code: int) -> Local:
-        rest, phase = divmod(code, 8)
-        rest, n = divmod(rest, self.radix_n)
-        v, k = divmod(rest, self.radix_k)
-        return (phase, n, k, v)
+        found = self._locals.get(code)
+        if found is None:
+            rest, phase = divmod(code, 8)
+            rest, n = divmod(rest, self.radix_n)
+            v, k = divmod(rest, self.radix_k)
+            found = self._locals[code] = (phase, n, k, v)
+        return found
 
     def initial(self) -> State:
         return (0,) * (self.servers + self.servers * self.K)
@@ -201,6 +205,8 @@ class PathModel(Model):
         """The global count the bound is about: every slot, minus the reservations of
         write-then-check checks still in progress (they are not admitted yet)."""
         N = self.servers
+        if self.path is not AdmissionPath.RESERVE_WRITE_THEN_CHECK:
+            return sum(state[:N])  # nothing is written before it is decided
         return sum(state[:N]) - sum(self.undecided(self.local(c)) for c in state[N:])
 
     def wasted(self, state: State) -> int:
