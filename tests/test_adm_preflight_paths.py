@@ -8,8 +8,11 @@ The expected values are the formulas of `specs/admission.md` written out here, n
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import json
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -214,8 +217,6 @@ def test_adm_pre_7_bound_table_bad_requests_per_server() -> None:
 def test_adm_pre_7_design_note_numbers_are_the_explorer_s() -> None:
     """ADM-PRE-7: every row of the table in specs/preflight-reservations.md is what the
     search finds (the note states no number the explorer does not reproduce)."""
-    from pathlib import Path
-
     note = Path(__file__).resolve().parent.parent / "specs" / "preflight-reservations.md"
     rows = [
         [cell.strip().strip("*") for cell in line.strip("|").split("|")]
@@ -230,3 +231,34 @@ def test_adm_pre_7_design_note_numbers_are_the_explorer_s() -> None:
         want = None if spurious == "-" else int(spurious)
         assert found.extra["spurious_rejection"] == want, path
         assert found.states == int(states.replace(",", "")), path
+
+
+def _bound_table_tool() -> ModuleType:
+    path = Path(__file__).resolve().parent.parent / "tools" / "bound_table.py"
+    spec = importlib.util.spec_from_file_location("bound_table_tool_paths", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("path", "broken", "n", "m", "w", "k"),
+    [
+        (TWO, Broken.NO_SECOND_CHECK, 1, 1, 1, 2),
+        (TWO, Broken.AWAIT_BEFORE_CHILDREN, 1, 2, 2, 2),
+        (CTW, Broken.AWAIT_BEFORE_RESERVE, 1, 1, 1, 2),
+        (WTC, Broken.SECOND_CHECK_AFTER_RESERVE, 1, 1, 1, 1),
+    ],
+)
+def test_adm_pre_7_tool_rejects_the_broken_rows(
+    path: AdmissionPath, broken: Broken, n: int, m: int, w: int, k: int
+) -> None:
+    """ADM-PRE-7: tools/bound_table.py's row check fails each broken variant's row (the
+    worst count over the bound, or a wasted render of a reservation) and passes the real
+    protocol's."""
+    tool = _bound_table_tool()
+    bad = explore_path(path, n, m, w, k, broken=broken).row()
+    bad.pop("broken")
+    assert tool.check_path_row(bad) != []
+    assert tool.check_path_row(explore_path(path, n, m, w, k).row()) == []
