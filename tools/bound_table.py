@@ -15,7 +15,11 @@ Rows covered (about a minute on one core, 0.5 GB peak for the largest row):
 
 * check-then-write: N=1..3 x M=0..4 x W=1..3 (the required N=2..3 among them),
   N=2 x M=5..6 x W=1..3, N=4 x M=0..4 x W=1, N=4 x M=0..2 x W=2, N=5 x M=0..1 x W=1;
-* write-then-check: N=1..3 x M=0..4 x W=1..3, N=4 x M=0..2 x W=1.
+* write-then-check: N=1..3 x M=0..4 x W=1..3, N=4 x M=0..2 x W=1;
+* the admission paths (ADM-PRE-7, about two more minutes): each of N=1..3 x M=0..3 x W=1..2
+  with one request per server, and 0.30.0's await gap with two (N=1..2): its bound
+  M + (N*K-1)*min(M, W) when min(M, W) >= 2; the reservations waste no render, and only
+  write-then-check refuses a request that fits (OB-WTC-3's min(M, N*W - 1)).
 
 Writes `build/bound-table.json` (a list of rows: protocol, servers, cap, weight,
 worst_total, bound, states, seconds, plus worst_slot_total and spurious_rejection for
@@ -35,6 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "reference"))
 
+from queueref.verify.path_search import explore_path  # noqa: E402
 from queueref.verify.search import explore  # noqa: E402
 
 Grid = tuple[range, range, range]  # servers, caps, weights
@@ -72,6 +77,45 @@ def expected_worst(protocol: str, servers: int, cap: int, weight: int) -> int:
         effective = weight if weight < cap else cap  # heavier requests never pass
         return cap + (servers - 1) * effective
     return cap  # write-then-check: the cap is reached and never passed
+
+
+#: ADM-PRE-7: vLLM's admission paths and the reservations at preflight, (N, M, W) grids
+#: per K (requests of one server in flight at once).
+PATHS: dict[str, list[tuple[int, Grid]]] = {
+    path: [(1, (range(1, 4), range(0, 4), range(1, 3)))]
+    for path in ("two-check", "two-check-await-gap", "reserve-write-then-check",
+                 "reserve-check-then-write")
+}  # fmt: skip
+PATHS["two-check-await-gap"].append((2, (range(1, 3), range(0, 4), range(1, 3))))
+QUICK_PATHS = {
+    path: [(k, (range(1, 3), m, w)) for k, (_, m, w) in grids] for path, grids in PATHS.items()
+}
+
+
+def expected_path_worst(path: str, servers: int, cap: int, weight: int, k: int) -> int:
+    """The bound of each path, written out on its own (ADM-PRE-1..6)."""
+    effective = weight if weight < cap else cap
+    if path == "reserve-write-then-check":
+        return cap
+    if path == "two-check-await-gap" and effective >= 2:
+        return cap + (servers * k - 1) * effective  # each in-flight request: a server
+    return cap + (servers - 1) * effective
+
+
+def check_path_row(row: dict[str, object]) -> list[str]:
+    """The ways a path row disagrees with its formula (empty when it agrees)."""
+    path, k = str(row["path"]), int(str(row["requests_per_server"]))
+    n, m, w = int(str(row["servers"])), int(str(row["cap"])), int(str(row["weight"]))
+    want = expected_path_worst(path, n, m, w, k)
+    problems = [
+        f"{key} {row[key]} != {want}" for key in ("bound", "worst_total") if row[key] != want
+    ]
+    spurious = expected_spurious(n, m, w) if path == "reserve-write-then-check" else None
+    if row["spurious_rejection"] != spurious:
+        problems.append(f"spurious_rejection {row['spurious_rejection']} != {spurious}")
+    if path.startswith("reserve") and row["wasted_renders"] != 0:
+        problems.append(f"wasted_renders {row['wasted_renders']} != 0")
+    return problems
 
 
 def expected_spurious(servers: int, cap: int, weight: int) -> int | None:
@@ -135,6 +179,21 @@ def main(argv: list[str]) -> int:
                 f"{result.states:>9} {result.seconds:>8.2f}  {verdict}{extra}",
                 flush=True,
             )
+    for path, path_grids in (QUICK_PATHS if "--quick" in argv else PATHS).items():
+        for k, grid in path_grids:
+            for n, m, w in cells([grid]):
+                result = explore_path(path, n, m, w, k)
+                row = result.row()
+                rows.append(row)
+                problems = check_path_row(row)
+                failures += bool(problems)
+                verdict = "ok" if not problems else "MISMATCH: " + "; ".join(problems)
+                print(
+                    f"{path[:15] + f'/K={k}':<17} {n:>2} {m:>2} {w:>2} {result.worst_total:>6} "
+                    f"{result.bound:>6} {result.states:>9} {result.seconds:>8.2f}  {verdict}  "
+                    f"wasted {row['wasted_renders']}, spurious {row['spurious_rejection']}",
+                    flush=True,
+                )
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(rows, indent=1) + "\n")
     seconds = time.perf_counter() - began

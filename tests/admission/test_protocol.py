@@ -1,6 +1,6 @@
 """The step functions of queueref.admission.protocol pinned on hand-computed values.
 
-The exhaustive explorers (tests/test_ob_*.py) check these functions on every small
+The exhaustive explorers (tests/verify/test_ob_*.py) check these functions on every small
 instance, but take minutes per mutant; `make mutation` runs the fastest covering test
 first, so these direct checks kill a wrong operator or constant in a fraction of a second.
 Every expected value here is worked out by hand from specs/admission.md, not by the code.

@@ -16,7 +16,8 @@ from types import ModuleType
 
 import pytest
 
-from queueref.verify.admission_models import AsyncGap, CheckThenWrite, Crash, LazyRefresh, Step
+from queueref.verify.admission_models import CheckThenWrite, Step
+from queueref.verify.broken_models import AsyncGap, Crash, LazyRefresh
 from queueref.verify.search import capacity_leak, replay, search
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,6 +17,10 @@ adds), `--rule ge` (vLLM 0.30.0's `>=` rejects, the default) or `fits`; the rows
 same keys, `worst_total` being the worst global queued tokens. `--limit
 both` sets both limits (`--token-cap`, `--prompt` for the token side): `worst_total` and
 `bound` are the request count's, `worst_tokens` and `token_bound` the tokens'.
+`--path P` searches one of vLLM's admission paths or a reservation at preflight instead
+(`queueref.cli.bound_table_paths`: two-check, two-check-await-gap,
+reserve-write-then-check, reserve-check-then-write; `--requests-per-server K`), each row
+with `wasted_renders` and `spurious_rejection`.
 `--engine spin` has Spin search check-then-write (the compact encoding's Promela text,
 `queueref.verify.promela`): the same rows, `engine` and `encoding` added.
 `--json` prints a JSON list of rows; `--witness` adds the interleaving that reaches
@@ -36,6 +40,7 @@ import time
 from collections.abc import Sequence
 
 from queueref.admission.protocol import parse_protocol
+from queueref.cli import bound_table_paths as paths
 from queueref.cli.args import add_protocol_argument, add_quiet, progress_line, show_progress
 from queueref.verify.admission_models import (
     CHECK_THEN_WRITE,
@@ -135,6 +140,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="5000000",
         help="stop (exit 2) rather than search more states than this per row (default 5e6)",
     )
+    paths.add_arguments(parser)  # ADM-PRE-7: --path, --requests-per-server
     add_quiet(parser)
     parser.add_argument(
         "--force",
@@ -264,6 +270,13 @@ def _rows(args: argparse.Namespace) -> list[dict[str, object]]:
         return _token_rows(args, max_states)
     if not args.force:
         check_size(servers, caps, weights)
+    if args.path is not None:  # ADM-PRE-7: vLLM's admission paths
+        if args.engine != "python":
+            raise UsageError("--path is searched by queueref's explorer (--engine python)")
+        try:
+            return paths.path_rows(args, parse_range, (servers, caps, weights), max_states)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
     rows: list[dict[str, object]] = []
     for n in servers:
         for m in caps:
@@ -295,6 +308,8 @@ def _rows(args: argparse.Namespace) -> list[dict[str, object]]:
 
 
 def _within(row: dict[str, object]) -> bool:
+    if "path" in row:
+        return paths.within(row)
     worst, bound = row["worst_total"], row["bound"]
     assert isinstance(worst, int) and isinstance(bound, int)
     if row.get("limit") == "both":  # either limit can bind first: each within its bound
@@ -310,7 +325,11 @@ def _within(row: dict[str, object]) -> bool:
 
 def _print_table(protocol: str, rows: list[dict[str, object]], witness: bool) -> None:
     limit = rows[0].get("limit") if rows else None
-    if limit == "tokens":
+    path = rows[0].get("path") if rows else None
+    if isinstance(path, str):
+        print(paths.title(path))
+        header = paths.header(path)
+    elif limit == "tokens":
         print(f"{protocol}, token rule {rows[0]['rule']}: worst global queued tokens vs the bound")
         header = ["servers", "cap", "weight", "worst_total", "bound", "states", "seconds"]
     elif limit == "both":
@@ -340,15 +359,15 @@ def _print_table(protocol: str, rows: list[dict[str, object]], witness: bool) ->
         verdict = "ok" if _within(row) else "OVER THE BOUND"
         print("  ".join(c.rjust(wd) for c, wd in zip(cells, widths, strict=True)) + "  " + verdict)
         if witness:
-            for title, key in (("witness", "witness"), ("spurious rejection", "spurious_witness")):
+            for title, key in paths.WITNESSES:
                 steps = row.get(key)
-                if not isinstance(steps, list) or (key == "spurious_witness" and not steps):
+                if not isinstance(steps, list) or (key != "witness" and not steps):
                     continue
                 print(f"    {title} (N={row['servers']}, M={row['cap']}, W={row['weight']}):")
                 for i, entry in enumerate(steps, 1):
                     assert isinstance(entry, dict)
-                    text = Step.from_json(entry).describe()
-                    if "value" in entry:
+                    text = Step.from_json(entry).describe() if not path else paths.describe(entry)
+                    if "value" in entry and not path:
                         text = text.replace(
                             f"slot {entry['slot']}", f"slot {entry['slot']} (= {entry['value']})", 1
                         )

@@ -30,9 +30,8 @@ Sound reductions (each keeps exactly the set of reachable slot vectors):
 * In the async-gap variant the concurrent checks of one server are interchangeable, so
   they are kept sorted (symmetry reduction).
 
-The broken variants are here too, so the same search refutes them: `AsyncGap` (a second
-check before the first is recorded), `LazyRefresh` (the slot is written every k
-admissions), `Crash` (a dead server's slot is never cleared, and the fix).
+The broken variants, which the same search refutes, are in
+`queueref.verify.broken_models`.
 
 `queueref.verify.search` names the models and the search both.
 
@@ -196,17 +195,19 @@ class CheckThenWrite(Model):
             code = state[N + p]
             if code == 0:
                 for n in self.weights:
-                    out.append((("start", p, n, 0), _set(state, N + p, self.enc[(n, 0, 0)])))
+                    out.append((("start", p, n, 0), set_slot(state, N + p, self.enc[(n, 0, 0)])))
             else:
                 n, k, v = self.dec[code]
                 if k < N:
                     new = self.after_read(n, k, accumulate(v, state[k]))
-                    out.append(((("read" if new else "reject"), p, k, 0), _set(state, N + p, new)))
+                    out.append(
+                        ((("read" if new else "reject"), p, k, 0), set_slot(state, N + p, new))
+                    )
                 else:
                     # Every slot read and the view fits: admit, write the own slot.
                     out.append((("admit", p, 0, 0), _set2(state, p, state[p] + n, N + p, 0)))
             if self.finishes and state[p] > 0:
-                out.append((("finish", p, 0, 0), _set(state, p, state[p] - 1)))
+                out.append((("finish", p, 0, 0), set_slot(state, p, state[p] - 1)))
         return out
 
     def spurious_rejection(self, state: State) -> int:
@@ -296,19 +297,19 @@ class CompactCheckThenWrite(Model):
             code = state[N + p]
             if code == 0:
                 if self.most:
-                    out.append((("start", p, 0, 0), _set(state, N + p, 1)))
+                    out.append((("start", p, 0, 0), set_slot(state, N + p, 1)))
             elif code < self.done_base:
                 k = self.slot_of[code]
                 new = self.after_read[code][min(state[k], self.max_slot)]
-                out.append(((("read" if new else "reject"), p, k, 0), _set(state, N + p, new)))
+                out.append(((("read" if new else "reject"), p, k, 0), set_slot(state, N + p, new)))
             else:
                 room = self.room(code)
                 for n in range(1, room + 1):
                     out.append((("admit", p, n, 0), _set2(state, p, state[p] + n, N + p, 0)))
                 if room < self.most:
-                    out.append((("decline", p, room + 1, 0), _set(state, N + p, 0)))
+                    out.append((("decline", p, room + 1, 0), set_slot(state, N + p, 0)))
             if state[p] > 0:
-                out.append((("finish", p, 0, 0), _set(state, p, state[p] - 1)))
+                out.append((("finish", p, 0, 0), set_slot(state, p, state[p] - 1)))
         return out
 
     def search_packed(self, max_states: int | None = None) -> tuple[int, int, State]:
@@ -425,13 +426,13 @@ class WriteThenCheck(Model):
                     out.append((("start", p, weight, 0), nxt))
             elif k < N:
                 new = self.after_read(n, k, accumulate(v, state[k]))
-                out.append((("read", p, k, 0), _set(state, N + p, new)))
+                out.append((("read", p, k, 0), set_slot(state, N + p, new)))
             elif v == 0:
-                out.append((("keep", p, 0, 0), _set(state, N + p, 0)))
+                out.append((("keep", p, 0, 0), set_slot(state, N + p, 0)))
             else:
                 out.append((("rollback", p, 0, 0), _set2(state, p, state[p] - n, N + p, 0)))
             if self.finishes and state[p] - n > 0:  # n: the reservation in progress, or 0
-                out.append((("finish", p, 0, 0), _set(state, p, state[p] - 1)))
+                out.append((("finish", p, 0, 0), set_slot(state, p, state[p] - 1)))
         return out
 
     def spurious_rejection(self, state: State) -> int:
@@ -447,148 +448,8 @@ class WriteThenCheck(Model):
         return best
 
 
-class AsyncGap(Model):
-    """OB-BROKEN-1: a server that can start another check before recording the first.
-
-    vLLM 0.30.0 awaits between `check_admission()` and the `add_request()` that writes the
-    slot; meanwhile the same server can accept and check another request. Each server
-    runs up to `checks_per_server` overlapping check-then-write checks that share its slot.
-    State: slots + per server its checks' reader codes, sorted (they are interchangeable).
-    """
-
-    def __init__(self, servers: int, cap: int, weight: int, checks_per_server: int = 2) -> None:
-        self.servers, self.cap, self.weight = servers, cap, weight
-        self.K = checks_per_server
-        self.inner = CheckThenWrite(servers, cap, weight)
-
-    def initial(self) -> State:
-        return (0,) * (self.servers + self.servers * self.K)
-
-    def successors(self, state: State) -> list[tuple[RawStep, State]]:
-        N, K, inner = self.servers, self.K, self.inner
-        out: list[tuple[RawStep, State]] = []
-        for p in range(N):
-            base = N + p * K
-            block = state[base : base + K]
-            for i, code in enumerate(block):
-                if i > 0 and block[i - 1] == code:
-                    continue  # the same as the previous, interchangeable check
-                if code == 0:
-                    for n in inner.weights:
-                        nxt = _sorted_block(state, base, K, i, inner.enc[(n, 0, 0)])
-                        out.append((("start", p, n, i), nxt))
-                    continue
-                n, k, v = inner.dec[code]
-                if k < N:
-                    new = inner.after_read(n, k, accumulate(v, state[k]))
-                    action = "read" if new else "reject"
-                    out.append(((action, p, k, i), _sorted_block(state, base, K, i, new)))
-                else:
-                    nxt = _sorted_block(state, base, K, i, 0)
-                    out.append((("admit", p, 0, i), _set(nxt, p, state[p] + n)))
-            if state[p] > 0:
-                out.append((("finish", p, 0, 0), _set(state, p, state[p] - 1)))
-        return out
-
-
-class LazyRefresh(Model):
-    """OB-BROKEN-2: a server that writes its slot only every `every` admissions.
-
-    The slot is refreshed at every finish (as vLLM 0.30.0 does on finish and abort) and at
-    every `every`-th admission, instead of at every add. A check reads the published
-    slots, its own included. State: published slots c, true counts u, admissions since the
-    last refresh, reader codes. The count that matters is the true one, sum(u).
-    """
-
-    def __init__(self, servers: int, cap: int, weight: int, every: int = 2) -> None:
-        self.servers, self.cap, self.weight = servers, cap, weight
-        self.every = every
-        self.inner = CheckThenWrite(servers, cap, weight)
-
-    def initial(self) -> State:
-        return (0,) * (4 * self.servers)
-
-    def total(self, state: State) -> int:
-        N = self.servers
-        return sum(state[N : 2 * N])
-
-    def successors(self, state: State) -> list[tuple[RawStep, State]]:
-        N, inner = self.servers, self.inner
-        out: list[tuple[RawStep, State]] = []
-        for p in range(N):
-            code = state[3 * N + p]
-            if code == 0:
-                for n in inner.weights:
-                    out.append((("start", p, n, 0), _set(state, 3 * N + p, inner.enc[(n, 0, 0)])))
-            else:
-                n, k, v = inner.dec[code]
-                if k < N:
-                    new = inner.after_read(n, k, accumulate(v, state[k]))
-                    action = "read" if new else "reject"
-                    out.append(((action, p, k, 0), _set(state, 3 * N + p, new)))
-                else:
-                    values = list(state)
-                    values[N + p] += n
-                    values[2 * N + p] += 1
-                    if values[2 * N + p] == self.every:
-                        values[p] = values[N + p]  # the lazy refresh
-                        values[2 * N + p] = 0
-                    values[3 * N + p] = 0
-                    out.append((("admit", p, 0, 0), tuple(values)))
-            if state[N + p] > 0:
-                values = list(state)
-                values[N + p] -= 1
-                values[p] = values[N + p]
-                values[2 * N + p] = 0
-                out.append((("finish", p, 0, 0), tuple(values)))
-        return out
-
-
-class Crash(Model):
-    """OB-BROKEN-3: servers may crash; a dead server's slot keeps its last value.
-
-    Its requests die with it (they are no longer running), but every other server still
-    reads its slot: the cap shrinks by that value, forever. With `reap=True` the fix is
-    modelled: whoever detects the death resets the dead server's slot to 0 (`reap`,
-    OB-BROKEN-4).
-    State: slots + reader codes + a bit mask of dead servers. The count that matters is
-    the running one: the slots of live servers.
-    """
-
-    def __init__(self, servers: int, cap: int, weight: int, *, reap: bool = False) -> None:
-        self.servers, self.cap, self.weight = servers, cap, weight
-        self.reap = reap
-        self.inner = CheckThenWrite(servers, cap, weight)
-
-    def initial(self) -> State:
-        return (0,) * (2 * self.servers + 1)
-
-    def total(self, state: State) -> int:
-        dead = state[-1]
-        return sum(c for q, c in enumerate(state[: self.servers]) if not dead >> q & 1)
-
-    def successors(self, state: State) -> list[tuple[RawStep, State]]:
-        N = self.servers
-        dead = state[-1]
-        out: list[tuple[RawStep, State]] = []
-        for p in range(N):
-            if dead >> p & 1:
-                if self.reap and state[p] > 0:
-                    out.append((("reap", p, 0, 0), _set(state, p, 0)))
-                continue
-            for label, nxt in self.inner.successors(state[:-1]):
-                if label[1] == p:
-                    out.append((label, nxt + (dead,)))
-            # The check in progress dies with the server; the slot stays as it was.
-            out.append((("crash", p, 0, 0), _set(state, N + p, 0)[:-1] + (dead | 1 << p,)))
-        return out
-
-    def admits(self, state: State) -> bool:
-        """An admission is enabled in `state`."""
-        return any(label[0] == "admit" for label, _ in self.successors(state))
-
-
-def _set(state: State, i: int, value: int) -> State:
+def set_slot(state: State, i: int, value: int) -> State:
+    """`state` with position i replaced (the models' one way to write a field)."""
     return state[:i] + (value,) + state[i + 1 :]
 
 
@@ -599,7 +460,8 @@ def _set2(state: State, i: int, a: int, j: int, b: int) -> State:
     return tuple(values)
 
 
-def _sorted_block(state: State, base: int, size: int, i: int, code: int) -> State:
+def sorted_block(state: State, base: int, size: int, i: int, code: int) -> State:
+    """`state` with one entry of a block replaced and the block sorted (symmetry)."""
     block = list(state[base : base + size])
     block[i] = code
     block.sort()

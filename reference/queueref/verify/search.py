@@ -23,7 +23,6 @@ from queueref.verify.admission_models import (
     WRITE_THEN_CHECK,
     CheckThenWrite,
     CompactCheckThenWrite,
-    Crash,
     Model,
     RawStep,
     State,
@@ -31,6 +30,7 @@ from queueref.verify.admission_models import (
     Step,
     WriteThenCheck,
 )
+from queueref.verify.broken_models import Crash
 from queueref.verify.promela import spin_worst_total
 
 
