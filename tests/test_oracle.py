@@ -504,7 +504,8 @@ def test_distinct_failures_become_one_error_listing_them() -> None:
     assert any("q.pop_request() is r1  # FAILS: gives None" in p for p in error.failures)
     assert any("assert len(q) == 2  # FAILS: gives 3" in p for p in error.failures)
     assert "RQ-FCFS-2: pop_request takes the front" in text
-    assert "RQ-ALL-1: add_request and prepend_request grow the queue by exactly one" in text
+    # ORC-CLAUSE-1: a len that disagrees with the iteration is ORC-LAW-3 in both checkers.
+    assert "ORC-LAW-3: len(q) is the number of requests iterated" in text
     keys = [(report.operation, report.clause) for report in error.reports]
     assert len(set(keys)) == len(keys) == count
     assert [report.program for report in error.reports] == error.failures
