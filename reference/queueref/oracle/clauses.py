@@ -2,9 +2,9 @@
 
 Every failure of `QueueMachine` names one clause, and a kind of failure names
 the same clause in both checkers: what the contents must be after an
-operation, compared with a reference queue, is an `RQ-FCFS-`/`RQ-PRI-`
-requirement of specs/request-queue.md; what every queue does is its `RQ-ALL-`
-or `RQ-REQ-` requirement in both checkers, except that a `len` disagreeing
+operation, compared with a reference queue, is one of RQ-FCFS-1..5 and
+RQ-PRI-1..5 (specs/request-queue.md); what every queue does is one of RQ-ALL-1..10
+(or RQ-REQ-3) requirement in both checkers, except that a `len` disagreeing
 with the iteration is ORC-LAW-3 (no `RQ-` requirement says it); the laws
 checker alone names ORC-LAW-1 (pop and peek give the first request iterated)
 and ORC-LAW-4 (nothing lost, duplicated or invented); a factory that fails is
