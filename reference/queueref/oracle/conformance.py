@@ -32,7 +32,8 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from queueref.oracle import search_budget
 from queueref.oracle.errors import FailureKey
-from queueref.oracle.failure_report import conformance_error, leaves_of
+from queueref.oracle.failure_report import conformance_error as conformance_error
+from queueref.oracle.failure_report import leaves_of
 from queueref.oracle.queue_machine import (
     ConformanceFailure,
     QueueFactory,
