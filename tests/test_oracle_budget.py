@@ -48,6 +48,7 @@ def test_a_spent_shrinking_budget_keeps_the_shortest_program_so_far(
     first = _message(PopFromBack, max_failures=1)
     assert first.reports[0].shrunk is False
     assert "before the shrinking budget (3 calls, ORC-SIZE-4) ran out" in str(first)
+    assert "initial_requests=(50, 100) reaches one in a single step" in str(first)
     assert run_program(first.program) is not None
     assert run_program(with_factory(first.program, "PopFromBack", FCFSRequestQueue)) is None
     again = _message(PopFromBack, max_failures=1)

@@ -64,7 +64,9 @@ def _describe_failure(leaf: BaseException) -> list[str]:
             calls = search_budget.SHRINK_CALLS
             parts.append(
                 f"Shortest failing sequence found before the shrinking budget ({calls} calls, "
-                "ORC-SIZE-4) ran out; a shorter one may exist (paste it into a test):"
+                "ORC-SIZE-4) ran out; a shorter one may exist. If the bug needs a long queue, "
+                "initial_requests=(50, 100) reaches one in a single step that shrinks by "
+                "halves (ORC-SIZE-2). Paste it into a test:"
             )
         parts.append(indent(leaf.program))
         return parts
