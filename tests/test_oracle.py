@@ -697,7 +697,7 @@ class BoolAlwaysTrue(PlainFCFS):
 
 
 LAW_BREAKERS: list[tuple[Callable[[], Any], str]] = [
-    # ORC-CLAUSE-1: a law that restates an RQ-ALL requirement is named by it, as in
+    # ORC-CLAUSE-1: a law that restates one of RQ-ALL-1..10 is named by it, as in
     # check_request_queue; ORC-LAW-1 (pop/peek against the iteration) is the laws' own.
     (BoolAlwaysTrue, "RQ-ALL-10"),
     (IterDrains, "RQ-ALL-9"),
