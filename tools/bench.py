@@ -693,6 +693,9 @@ def main() -> int:
     import bench_store  # the multi-node store's protocols against a real Redis, beside this file
 
     bench_store.run(results)
+    import bench_oracle  # the oracle's knobs and what each costs (ORC-SIZE-4), beside this file
+
+    bench_oracle.run(results)
     BUILD.mkdir(exist_ok=True)
     (BUILD / "bench.json").write_text(json.dumps(results, indent=1))
     print("\nsaved build/bench.json")

@@ -37,11 +37,8 @@ async def _store_round(store: Any) -> float:
 
 
 def _shared_memory_round(servers: int) -> float:
-    from queueref.admission.controller import (
-        AdmissionController,
-        SharedAdmissionStats,
-        allocate_admission_counters,
-    )
+    from queueref.admission.controller import AdmissionController
+    from queueref.admission.shared_stats import SharedAdmissionStats, allocate_admission_counters
     from queueref.admission.tracker import RequestTracker
 
     counters = allocate_admission_counters(max(servers, 2), 1 << 40)

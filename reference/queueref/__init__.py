@@ -1,14 +1,9 @@
 """queueref: a formally checked reference of vLLM's request queues and admission control."""
 
-from queueref.admission.controller import (
-    AdmissionController,
-    AdmissionRejected,
-    MaxQueuedTokensError,
-    QueueOverflowError,
-    SharedAdmissionStats,
-    allocate_admission_counters,
-)
+from queueref.admission.controller import AdmissionController
+from queueref.admission.shared_stats import SharedAdmissionStats, allocate_admission_counters
 from queueref.admission.tracker import RequestTracker
+from queueref.errors import AdmissionRejected, MaxQueuedTokensError, QueueOverflowError
 from queueref.queues.factory import (
     FCFSRequestQueue,
     PriorityRequestQueue,

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from queueref.admission.controller import AdmissionCheck, AdmissionController, QueueOverflowError
+from queueref.admission.controller import AdmissionCheck, AdmissionController
 from queueref.admission.protocol import AdmissionPath, Protocol
 from queueref.admission.shared_stats import SharedAdmissionStats
+from queueref.errors import QueueOverflowError
 from queueref.verify.admission_models import State
 from queueref.verify.path_models import (
     PRE,

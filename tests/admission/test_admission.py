@@ -24,7 +24,7 @@ from queueref import (
     SharedAdmissionStats,
     allocate_admission_counters,
 )
-from queueref.admission.controller import AdmissionCounterError
+from queueref.errors import AdmissionCounterError
 
 SPEC = Path(__file__).resolve().parents[2] / "specs" / "admission.md"
 

@@ -20,7 +20,8 @@ from method_variants import Change, method_variant
 
 from queueref import AdmissionController, RequestTracker, SharedAdmissionStats
 from queueref.admission import protocol as protocol_module
-from queueref.admission.controller import AdmissionCheck, AdmissionCounterError, AdmissionMode
+from queueref.admission.controller import AdmissionCheck, AdmissionMode
+from queueref.errors import AdmissionCounterError
 
 
 def _controller(buffer: Any = None, servers: int = 2, **options: Any) -> AdmissionController:

@@ -18,11 +18,8 @@ from method_variants import Change, method_variant
 
 from queueref import AdmissionController, SharedAdmissionStats
 from queueref.admission import protocol as protocol_module
-from queueref.admission.controller import (
-    AdmissionCheck,
-    MaxQueuedTokensError,
-    is_token_backlog_full,
-)
+from queueref.admission.controller import AdmissionCheck, is_token_backlog_full
+from queueref.errors import MaxQueuedTokensError
 
 
 def _controller(buffer: Any = None, **options: Any) -> AdmissionController:

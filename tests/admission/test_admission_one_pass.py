@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import queueref.admission.shared_stats as shared_stats_module
 from queueref import AdmissionController, RequestTracker, SharedAdmissionStats
 from queueref.admission import protocol
-from queueref.admission.controller import AdmissionCounterError, AdmissionRejected
+from queueref.errors import AdmissionCounterError, AdmissionRejected
 
 STEP = SharedAdmissionStats.COUNTERS_PER_SLOT
 REQUESTS, TOKENS = SharedAdmissionStats.REQUEST_COUNT, SharedAdmissionStats.QUEUED_TOKENS

@@ -22,7 +22,8 @@ from queueref import (
     SharedAdmissionStats,
     allocate_admission_counters,
 )
-from queueref.admission.controller import AdmissionCounterError, resolve_token_scope
+from queueref.admission.controller import resolve_token_scope
+from queueref.errors import AdmissionCounterError
 
 
 class RecordingBuffer:

@@ -20,15 +20,12 @@ from pathlib import Path
 import pytest
 from trace_events import abort, admit, finish, reject
 
-from queueref.admission.controller import (
-    AdmissionController,
-    AdmissionMode,
-    AdmissionRejected,
-    SharedAdmissionStats,
-)
+from queueref.admission.controller import AdmissionController, AdmissionMode
 from queueref.admission.front import APIServer
+from queueref.admission.shared_stats import SharedAdmissionStats
 from queueref.admission.tracker import RequestTracker
 from queueref.cli.main import main
+from queueref.errors import AdmissionRejected
 from queueref.oracle import TraceFormatError, check_admission_trace
 from queueref.oracle.trace_check import read_trace
 from queueref.trace.events import AdmissionEvent, write_jsonl

@@ -14,14 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from queueref.admission.controller import (
-    AdmissionController,
-    AdmissionRejected,
-    SharedAdmissionStats,
-)
+from queueref.admission.controller import AdmissionController
 from queueref.admission.front import APIServer
+from queueref.admission.shared_stats import SharedAdmissionStats
 from queueref.admission.tracker import RequestTracker
 from queueref.cli.main import main
+from queueref.errors import AdmissionRejected
 from queueref.oracle import check_admission_trace
 from queueref.trace.events import AdmissionEvent, write_jsonl
 

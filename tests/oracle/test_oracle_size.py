@@ -21,6 +21,7 @@ import queueref.config
 from queueref import FCFSRequestQueue, PriorityRequestQueue
 from queueref.oracle import ConformanceError, check_request_queue
 from queueref.oracle.clauses import describe
+from queueref.oracle.program_text import batch_keys, batch_keys_literal
 
 
 @pytest.fixture(autouse=True)
@@ -183,3 +184,23 @@ def test_a_budget_out_of_range_is_rejected_before_anything_runs(options: Any) ->
     with pytest.raises(ValueError, match=name):
         check_request_queue(factory, "fcfs", **options)
     assert calls == []
+
+
+@pytest.mark.parametrize(
+    ("pattern", "size", "literal"),
+    [
+        ([(0, 0.0)], 64, "[(0, 0.0)] * 64"),
+        ([(0, 0.0), (-1, 1.0)], 64, "[(0, 0.0), (-1, 1.0)] * 32"),
+        ([(0, 0.0), (-1, 0.0)], 65, "([(0, 0.0), (-1, 0.0)] * 33)[:65]"),
+    ],
+)
+def test_a_batch_is_one_size_and_a_short_pattern_written_in_one_expression(
+    pattern: list[tuple[int, float]], size: int, literal: str
+) -> None:
+    """ORC-SIZE-2, ORC-SIZE-4: the batch's keys are a pattern repeated to a size, and the
+    program writes them as one expression that evaluates to exactly those keys."""
+    assert batch_keys_literal(pattern, size) == literal
+    keys = eval(literal)  # the program's own text, as the pasted test runs it
+    assert len(keys) == size
+    assert keys == batch_keys(pattern, size)
+    assert keys[: len(pattern)] == pattern and keys[-1] == pattern[(size - 1) % len(pattern)]

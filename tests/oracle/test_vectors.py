@@ -60,6 +60,24 @@ NOT_VECTORISED: dict[tuple[str, str], str] = {
     ("ADM", "EV-6"): "the token records (issue 15) are newer than the vector schema, whose "
     "event cases have no token fields yet; they are tested in "
     "tests/oracle/test_check_trace_tokens.py",
+    ("ADM", "PRE-1"): "the whole admission path (preflight, rendering, registration) is a "
+    "model of the explorer, not a vector case; tested in tests/verify/test_adm_preflight_paths.py",
+    ("ADM", "PRE-2"): "the whole admission path (preflight, rendering, registration) is a "
+    "model of the explorer, not a vector case; tested in tests/verify/test_adm_preflight_paths.py",
+    ("ADM", "PRE-3"): "the whole admission path (preflight, rendering, registration) is a "
+    "model of the explorer, not a vector case; tested in tests/verify/test_adm_preflight_paths.py",
+    ("ADM", "PRE-4"): "the whole admission path (preflight, rendering, registration) is a "
+    "model of the explorer, not a vector case; tested in tests/verify/test_adm_preflight_paths.py",
+    ("ADM", "PRE-5"): "the whole admission path (preflight, rendering, registration) is a "
+    "model of the explorer, not a vector case; tested in tests/verify/test_adm_preflight_paths.py",
+    ("ADM", "PRE-6"): "the whole admission path (preflight, rendering, registration) is a "
+    "model of the explorer, not a vector case; tested in tests/verify/test_adm_preflight_paths.py",
+    ("ADM", "PRE-7"): "the whole admission path (preflight, rendering, registration) is a "
+    "model of the explorer, not a vector case; tested in tests/verify/test_adm_preflight_paths.py",
+    ("ADM", "TOK-7"): "streaming updates of a registered request are a model of the "
+    "explorer, not a vector case; tested in tests/verify/test_adm_tok_streaming.py",
+    ("ADM", "TOK-8"): "streaming updates of a registered request are a model of the "
+    "explorer, not a vector case; tested in tests/verify/test_adm_tok_streaming.py",
 }
 
 

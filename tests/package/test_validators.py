@@ -16,8 +16,9 @@ import pytest
 
 from queueref import AdmissionController, Request, RequestTracker, SharedAdmissionStats
 from queueref.admission import protocol
-from queueref.admission.controller import MODES, allocate_admission_counters
+from queueref.admission.controller import MODES
 from queueref.admission.protocol import Protocol, bound, parse_protocol, spellings
+from queueref.admission.shared_stats import allocate_admission_counters
 from queueref.oracle.trace_check import check_admission_trace, trace_bound
 from queueref.runtime.servers import ServerSpec, controller_protocol
 from queueref.trace.events import AdmissionEvent

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from queueref.admission.controller import MaxQueuedTokensError, QueueOverflowError
+from queueref.errors import MaxQueuedTokensError, QueueOverflowError
 from queueref.runtime.http.wire import (
     BadRequest,
     busy_body,

@@ -19,7 +19,7 @@ import pytest
 import redis
 from redis_workers import admission_worker, fill_and_hang_worker, read_ready
 
-from queueref.admission.controller import AdmissionRejected
+from queueref.errors import AdmissionRejected
 from queueref.oracle import check_admission_trace
 from queueref.runtime.store.redis_server import RedisServer
 from queueref.runtime.store.redis_store import (

@@ -18,13 +18,10 @@ from typing import Any
 import pytest
 
 from queueref.admission import protocol
-from queueref.admission.controller import (
-    AdmissionCheck,
-    AdmissionController,
-    QueueOverflowError,
-    SharedAdmissionStats,
-)
+from queueref.admission.controller import AdmissionCheck, AdmissionController
+from queueref.admission.shared_stats import SharedAdmissionStats
 from queueref.admission.tracker import RequestTracker
+from queueref.errors import QueueOverflowError
 from queueref.verify import inductive as ind
 from queueref.verify.admission_models import CheckThenWrite, Model, State, Step, WriteThenCheck
 from queueref.verify.search import explore, worst_spurious_rejection

@@ -3,9 +3,7 @@
 Models `AsyncLLM.check_admission` of `vllm/v1/engine/async_llm.py` (vLLM
 PR #54746). The semantics are stated in `specs/admission.md`. The shared
 counters are in `queueref.admission.shared_stats`, the errors in `queueref.errors`, the
-argument checks in `queueref.validators`; this module re-exports them, so
-`from queueref.admission.controller import SharedAdmissionStats` (and the other names
-below) keeps working.
+argument checks in `queueref.validators`.
 
 Deliberate divergences from vLLM:
 
@@ -34,43 +32,24 @@ import icontract
 
 from queueref.admission import protocol
 from queueref.admission.shared_stats import (
-    CONFIG_KEY,
-    AdmissionCounterBuffer,
     SharedAdmissionStats,
     _checked_counts,
-    allocate_admission_counters,
-    is_private_buffer,
 )
 from queueref.admission.tracker import RequestTracker
 from queueref.errors import (
-    AdmissionCounterError,
-    AdmissionRejected,
     MaxQueuedTokensError,
     QueueOverflowError,
 )
-from queueref.validators import is_index, is_int, is_int_at_least, is_limit
+from queueref.validators import is_int_at_least, is_limit
 
 __all__ = [
-    "CONFIG_KEY",
     "MODES",
     "TOKEN_SCOPES",
     "AdmissionCheck",
     "AdmissionController",
-    "AdmissionCounterBuffer",
-    "AdmissionCounterError",
     "AdmissionMode",
-    "AdmissionRejected",
-    "MaxQueuedTokensError",
-    "QueueOverflowError",
-    "SharedAdmissionStats",
     "TokenRuleName",
     "TokenScope",
-    "allocate_admission_counters",
-    "is_index",
-    "is_int",
-    "is_int_at_least",
-    "is_limit",
-    "is_private_buffer",
     "is_token_backlog_full",
 ]
 

@@ -91,7 +91,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="any: accept any order among requests of equal (priority, arrival_time)",
     )
     parser.add_argument(
-        "--strict", action="store_true", help="also make the calls that break a precondition"
+        "--strict",
+        action="store_true",
+        help="also make the calls that break a precondition and require them rejected: "
+        "a request queued twice, a taken id, a queue prepended to itself or sharing a "
+        "request (ValueError), and an object that is no request (TypeError)",
     )
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
 

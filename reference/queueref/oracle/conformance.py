@@ -21,19 +21,19 @@ compared with `vllm/v1/core/sched/request_queue.py` as queueref reads it.
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
 
-import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity, settings
-from hypothesis.errors import Flaky, Unsatisfiable
+from hypothesis.errors import Unsatisfiable
 from hypothesis.stateful import run_state_machine_as_test
 
-from queueref.oracle.clauses import describe
-from queueref.oracle.errors import ConformanceError, FailureKey
+from queueref.oracle import search_budget
+from queueref.oracle.errors import FailureKey
+from queueref.oracle.failure_report import conformance_error as conformance_error
+from queueref.oracle.failure_report import leaves_of
 from queueref.oracle.queue_machine import (
     ConformanceFailure,
     QueueFactory,
@@ -43,6 +43,7 @@ from queueref.oracle.queue_machine import (
     python_name,
     queue_machine,
 )
+from queueref.oracle.search_budget import BudgetSpent, WorkMeter
 from queueref.queues.factory import SchedulingPolicy, create_request_queue
 from queueref.validators import is_int, is_int_at_least
 
@@ -134,114 +135,32 @@ def oracle_settings(max_examples: int, max_calls: int = STEPS_PER_EXAMPLE) -> se
     )
 
 
-def _indent(text: str) -> str:
-    return "\n".join(f"    {line}" if line else "" for line in text.splitlines())
+@dataclass
+class Round:
+    """What one Hypothesis run found (ORC-MANY-1, ORC-SIZE-4)."""
+
+    raised: BaseException | None = None  # None: no new failure
+    first_seen: ConformanceFailure | None = None  # the failure as first seen (ORC-CRQ-5)
+    budget_spent: bool = False  # the meter ended the run
 
 
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        found: list[BaseException] = []
-        for inner in exc.exceptions:
-            found.extend(_leaves(inner))
-        return found
-    return [exc]
+def _one_round(make: Any, run_settings: settings, meter: WorkMeter) -> Round:
+    """One Hypothesis run: what it raised, the first failure seen, and whether the budget ended it.
 
-
-def _version_line(budget: Budget | None) -> str:
-    """ORC-CRQ-4: the Hypothesis version (and budget) the verdict holds for."""
-    spent = f", {budget.describe()}" if budget is not None else ""
-    return (
-        f"Found by Hypothesis {hypothesis.__version__}{spent}. The same queue gets the "
-        "same verdict and programs on every run with this Hypothesis version."
-    )
-
-
-def _describe_failure(leaf: BaseException) -> list[str]:
-    """The paragraphs of one failure: summary, clause, hint, program (or traceback)."""
-    if isinstance(leaf, ConformanceFailure):
-        parts = [f"{leaf.summary}\n{describe(leaf.clause)}"]
-        if leaf.hint:
-            parts.append(leaf.hint)
-        parts.append("Shortest failing sequence (paste it into a test):")
-        parts.append(_indent(leaf.program))
-        return parts
-    if isinstance(leaf, Flaky) and not isinstance(leaf, BaseExceptionGroup):
-        return [f"Hypothesis reports {type(leaf).__name__}", _indent(str(leaf))]
-    text = "".join(traceback.format_exception(leaf)).rstrip()
-    return [f"the check itself failed with {type(leaf).__name__}", _indent(text)]
-
-
-def conformance_error(
-    found: BaseException | Sequence[BaseException],
-    title: str,
-    first_seen: ConformanceFailure | None = None,
-    budget: Budget | None = None,
-) -> ConformanceError:
-    """ORC-CRQ-2, ORC-CRQ-5, ORC-MANY-1: one ConformanceError for every failure found.
-
-    `found` is what the rounds raised (an exception group is flattened). One
-    failure gives its clause and program; several are numbered. Hypothesis's
-    `Flaky` errors (the subject did not fail, or did not draw, the same way
-    when replayed) say that the subject behaves nondeterministically, and show
-    `first_seen`, the failure as it was first seen (not shrunk, since it did
-    not reproduce). Every message ends with the Hypothesis version (ORC-CRQ-4).
+    When the meter ends the run while Hypothesis shrinks (ORC-SIZE-4), the
+    failure is the shortest program seen so far; when it ends the run before
+    any failure, there is none.
     """
-    leaves = (
-        _leaves(found)
-        if isinstance(found, BaseException)
-        else [leaf for exc in found for leaf in _leaves(exc)]
-    )
-    parts = [title]
-    if any(isinstance(leaf, Flaky) for leaf in leaves):
-        parts.append(
-            "A failure did not reproduce when replayed: the queue behaves "
-            "nondeterministically (it depends on something besides the calls made)."
-        )
-        if first_seen is not None:  # show it as first seen instead of Hypothesis's report
-            leaves = [leaf for leaf in leaves if not isinstance(leaf, Flaky)] + [first_seen]
-    if len(leaves) > 1:
-        parts.append(f"{len(leaves)} distinct failures (by operation and clause):")
-    for number, leaf in enumerate(leaves, start=1):
-        paragraphs = _describe_failure(leaf)
-        if leaf is first_seen:
-            paragraphs[-2] = "The failure as first seen (not shrunk):"
-        if len(leaves) > 1:
-            paragraphs[0] = f"--- failure {number} of {len(leaves)}: {paragraphs[0]}"
-        parts.extend(paragraphs)
-    return _error(parts, leaves, budget)
-
-
-def _error(
-    parts: list[str], leaves: Sequence[BaseException], budget: Budget | None
-) -> ConformanceError:
-    reports = [leaf for leaf in leaves if isinstance(leaf, ConformanceFailure)]
-    if budget is not None and len(reports) >= budget.max_failures:
-        parts.append(
-            f"The search stopped at max_failures={budget.max_failures}; there may be more."
-        )
-    parts.append(_version_line(budget))
-    programs = [report.program for report in reports]
-    return ConformanceError(
-        "\n\n".join(parts),
-        program=programs[0] if programs else "",
-        failures=programs,
-        reports=reports,
-        hypothesis_version=hypothesis.__version__,
-    )
-
-
-def _one_round(
-    make: Any, run_settings: settings
-) -> tuple[BaseException | None, ConformanceFailure | None]:
-    """One Hypothesis run: what it raised (None: no new failure) and the first failure seen."""
-    first_seen: list[ConformanceFailure] = []
+    seen: list[ConformanceFailure] = []
     machines: list[QueueMachine] = []
 
+    def keep_failure() -> None:
+        if machines and machines[-1].failure is not None and machines[-1].failure not in seen:
+            seen.append(machines[-1].failure)
+
     def machine() -> QueueMachine:
-        # Keep the first failure seen: when it does not replay, it is all there is.
-        if not first_seen and machines and machines[-1].failure is not None:
-            first_seen.append(machines[-1].failure)
-        made: QueueMachine = make()
+        keep_failure()  # when it does not replay, the first seen is all there is
+        made: QueueMachine = make(meter=meter)
         machines[:] = [made]
         return made
 
@@ -249,12 +168,18 @@ def _one_round(
         # Hypothesis accepts any callable that makes a machine (zarr-python passes a lambda).
         run_state_machine_as_test(cast(Any, machine), settings=run_settings)
     except Unsatisfiable:
-        return None, None  # every program met a known failure: nothing new to find
+        return Round()  # every program met a known failure: nothing new to find
+    except BudgetSpent:
+        keep_failure()
+        if not seen:
+            return Round(budget_spent=True)
+        shortest = min(seen, key=lambda failure: failure.program.count("\n"))
+        shortest.shrunk = False
+        return Round(shortest, None, budget_spent=True)
     except (Exception, BaseExceptionGroup) as exc:
-        if not first_seen and machines and machines[-1].failure is not None:
-            first_seen.append(machines[-1].failure)
-        return exc, first_seen[0] if first_seen else None
-    return None, None
+        keep_failure()
+        return Round(exc, seen[0] if seen else None)
+    return Round()
 
 
 def run_queue_machine(
@@ -267,42 +192,86 @@ def run_queue_machine(
     title: str,
     policy: str | None = None,
 ) -> None:
-    """ORC-MACH-1, ORC-MANY-1: run the machine in rounds; every failure -> one ConformanceError."""
+    """ORC-MACH-1, ORC-MANY-1: run the machine in rounds; every failure -> one ConformanceError.
+
+    ORC-SIZE-4: the first round may spend SHRINK_CALLS calls shrinking its
+    failure; the rounds after it share EXTRA_SEARCH_CALLS calls, each
+    shrinking at most SHRINK_CALLS. ORC-TIES-2: a failure that parts only on
+    a tie keeps its hint only if the same search with ties='any' finds nothing.
+    """
     __tracebackhide__ = True  # pytest: show the caller's line, not the oracle's internals
     long = budget.initial_requests[1] > 0
     run_settings = oracle_settings(budget.max_examples, budget.max_calls + (1 if long else 0))
+    meter = WorkMeter()
     known: set[FailureKey] = set()
     found: list[BaseException] = []
     first_seen: ConformanceFailure | None = None
+    extra_left = search_budget.EXTRA_SEARCH_CALLS  # read now: a test may lower it
+    search_cut = False
+    machine = partial(
+        queue_machine,
+        factory,
+        expected_factory,
+        request_factory=request_factory,
+        strict=strict,
+        policy=policy,
+        initial_requests=budget.initial_requests,
+    )
     while len(found) < budget.max_failures:
-        make = partial(
-            queue_machine,
-            factory,
-            expected_factory,
-            request_factory=request_factory,
-            strict=strict,
-            policy=policy,
-            ties=budget.ties,
-            known=frozenset(known),
-            initial_requests=budget.initial_requests,
-        )
-        raised, first_seen = _one_round(
-            make,
-            run_settings,
-        )
-        if raised is None:
+        make = partial(machine, ties=budget.ties, known=frozenset(known))
+        meter.start_round(extra_left if found else None)
+        result = _one_round(make, run_settings, meter)
+        if found:
+            extra_left -= meter.round_calls
+        first_seen = result.first_seen
+        if result.raised is None:
+            search_cut = result.budget_spent
             break
         new = [
             leaf
-            for leaf in _leaves(raised)
+            for leaf in leaves_of(result.raised)
             if not (isinstance(leaf, ConformanceFailure) and leaf.key in known)
         ]
         found.extend(new)
+        meter.failures = len(found)
         known.update(leaf.key for leaf in new if isinstance(leaf, ConformanceFailure))
         if not new or not all(isinstance(leaf, ConformanceFailure) for leaf in new):
             break  # a crash of the check or a flaky failure: it cannot be left out
+        if extra_left <= 0:
+            search_cut = len(found) < budget.max_failures
+            break
     if found:
-        raise conformance_error(found, title, first_seen, budget) from None
+        _confirm_ties(found, machine, run_settings, meter)
+        raise conformance_error(found, title, first_seen, budget, search_cut) from None
+
+
+def _confirm_ties(
+    found: Sequence[BaseException], make: Any, run_settings: settings, meter: WorkMeter
+) -> None:
+    """ORC-TIES-2: keep the tie hint only if the queue passes with ties='any'.
+
+    A failure whose comparison parted only on a tie says "pass ties='any'".
+    Hypothesis shrinks keys towards equal ones, so a queue whose order is
+    wrong for every key (a heap that forgets to re-heapify) also shows first
+    on a tie; one more search with ties='any' tells them apart. When it
+    fails too, the hint says so and names what it found instead.
+    """
+    tied = [leaf for leaf in found if isinstance(leaf, ConformanceFailure) and leaf.tie_only]
+    if not tied:
+        return
+    meter.start_round(None)
+    result = _one_round(partial(make, ties="any"), run_settings, meter)
+    failures = [] if result.raised is None else leaves_of(result.raised)
+    other = next((leaf for leaf in failures if isinstance(leaf, ConformanceFailure)), None)
+    for failure in tied:
+        if other is None:
+            failure.hint += " (With ties='any' the same search finds no failure.)"
+        else:
+            tie_line = failure.hint.split(", and the reference")[0]
+            failure.hint = (
+                f"{tie_line}, but the order is wrong beyond ties: with ties='any' the check "
+                f"still fails ({other.summary}; {other.clause}), so ties='any' would not help."
+            )
 
 
 def check_request_queue(
@@ -340,10 +309,15 @@ def check_request_queue(
     them unordered (ORC-TIES-1).
 
     ORC-CRQ-6: with `strict=True` the calls that break a precondition of the
-    spec (a request queued twice, a taken id, a non-request, a queue
-    prepended to itself or sharing a request) are made too, and the subject
-    must reject them as the reference does. vLLM leaves them undefined, so
-    they are off by default.
+    spec are made too, and the subject must reject them as the reference
+    does: duplicates -- a request queued twice (RQ-ALL-2), a taken id
+    (RQ-ALL-3), a queue prepended to itself or sharing a request (RQ-ALL-8),
+    each with ValueError -- and the request type: an object that is no request (RQ-REQ-3),
+    with TypeError. vLLM leaves them undefined, so they are off by default.
+
+    ORC-SIZE-4, ORC-SIZE-5: shrinking a failure and looking for more after
+    the first are bounded by a budget in calls (`queueref.oracle.search_budget`),
+    and a check that runs longer than a few seconds prints progress on stderr.
 
     >>> from queueref import FCFSRequestQueue
     >>> check_request_queue(FCFSRequestQueue, "fcfs", max_examples=5)

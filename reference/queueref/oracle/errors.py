@@ -19,7 +19,9 @@ class ConformanceFailure(AssertionError):
     (the contents or a law checked after a step failed); `program` is the
     failing program; `summary` says in one line what went wrong; `operation`
     is the call it concerns and `clause` the requirement broken (ORC-CLAUSE-1);
-    `hint` is a further line, or "" (ORC-TIES-2).
+    `hint` is a further line, or "" (ORC-TIES-2); `tie_only` says the
+    comparison parted only on a tie (the hint is then the tie line), and
+    `shrunk` is False when shrinking stopped at its budget (ORC-SIZE-4).
     """
 
     def __init__(
@@ -31,6 +33,7 @@ class ConformanceFailure(AssertionError):
         operation: str = "",
         clause: str = "ORC-MACH-1",
         hint: str = "",
+        tie_only: bool = False,
     ) -> None:
         super().__init__(f"{summary}\n{describe(clause)}\n\n{program}")
         self.kind = kind
@@ -39,6 +42,8 @@ class ConformanceFailure(AssertionError):
         self.operation = operation
         self.clause = clause
         self.hint = hint
+        self.tie_only = tie_only
+        self.shrunk = True
 
     @property
     def key(self) -> FailureKey:

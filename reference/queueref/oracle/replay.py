@@ -96,7 +96,8 @@ class _RecordingBuffer(list[int]):
 
 
 def _replay_check(case: Case) -> list[str]:
-    from queueref.admission.controller import AdmissionController, SharedAdmissionStats
+    from queueref.admission.controller import AdmissionController
+    from queueref.admission.shared_stats import SharedAdmissionStats
     from queueref.admission.tracker import RequestTracker
 
     setup, n = case["setup"], case["n"]
@@ -150,7 +151,8 @@ def _replay_check(case: Case) -> list[str]:
 
 
 def _replay_schedule(case: Case) -> list[str]:
-    from queueref.admission.controller import AdmissionController, SharedAdmissionStats
+    from queueref.admission.controller import AdmissionController
+    from queueref.admission.shared_stats import SharedAdmissionStats
     from queueref.admission.tracker import RequestTracker
 
     setup = case["setup"]
@@ -208,7 +210,7 @@ def _tracker_call(tracker: Any, op: str, arguments: dict[str, Any]) -> Any:
 
 
 def _replay_tracker(case: Case) -> list[str]:
-    from queueref.admission.controller import SharedAdmissionStats
+    from queueref.admission.shared_stats import SharedAdmissionStats
     from queueref.admission.tracker import RequestTracker
 
     counters = [0] * (SLOT * case["num_servers"])
@@ -233,11 +235,8 @@ def _replay_tracker(case: Case) -> list[str]:
 
 
 def _replay_misc(case: Case) -> list[str]:
-    from queueref.admission.controller import (
-        AdmissionController,
-        SharedAdmissionStats,
-        allocate_admission_counters,
-    )
+    from queueref.admission.controller import AdmissionController
+    from queueref.admission.shared_stats import SharedAdmissionStats, allocate_admission_counters
     from queueref.queues.factory import create_request_queue
     from queueref.request import Request
     from queueref.trace.events import AdmissionEvent, max_admitted_in_flight, max_in_flight

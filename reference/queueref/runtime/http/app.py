@@ -24,8 +24,9 @@ from collections.abc import Awaitable, Callable, MutableSequence
 from http import HTTPStatus
 from typing import Any
 
-from queueref.admission.controller import AdmissionRejected, SharedAdmissionStats
 from queueref.admission.front import APIServer
+from queueref.admission.shared_stats import SharedAdmissionStats
+from queueref.errors import AdmissionRejected
 from queueref.runtime.http.metrics import (
     MODEL_NAME,
     REJECTION_REASONS,

@@ -40,7 +40,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from queueref.admission import protocol
-from queueref.admission.controller import AdmissionRejected
+from queueref.errors import AdmissionRejected
 from queueref.validators import is_int_at_least
 
 #: Counts above this are corrupt: no deployment holds 2**40 requests.
