@@ -27,7 +27,8 @@ from queueref.admission.protocol import (
 )
 from queueref.cli import bound as bound_command
 from queueref.cli.main import main
-from queueref.verify.search import CheckThenWrite, Step, explore, replay
+from queueref.verify.admission_models import CheckThenWrite, Step
+from queueref.verify.search import explore, replay
 from queueref.verify.tight_witness import (
     Phase,
     expand,

@@ -6,7 +6,7 @@ starts before its first admission is recorded: an `await` between check and
 registration), `LazyRefresh` (the slot is written every k admissions, not after each)
 and `Crash` (a dead server's slot is never cleared, and the fix). The same search
 (`queueref.verify.search`) finds the larger worst count each of them reaches
-(`specs/overshoot-bound.md`, OB-BROKEN-*).
+(`specs/overshoot-bound.md`, the broken variants).
 """
 
 from __future__ import annotations
