@@ -34,8 +34,13 @@ records the summary in `docs/mutation/score.json` and the table of docs/mutation
 
 A survivor listed in `docs/mutation/survivors.md` with verdict `equivalent` (it cannot
 change behaviour) is counted as equivalent, not as survived; the score is
-killed / (mutants - equivalent). Timeouts count as killed (a mutant that makes the tests
-hang is caught) and are shown apart.
+killed / (mutants - equivalent), a kill being a failing test only. Timeouts (after one
+retry with a longer limit), errors and incompetent runs are listed apart and count against
+the score.
+
+An equivalence row names its module, line, operator and code; a full run of a module
+fails when one of its rows matches no surviving mutant (`stale_equivalents`): the code
+changed under it, and the claim must be re-read.
 """
 
 from __future__ import annotations
@@ -249,7 +254,7 @@ class Outcome:
     operator: str
     occurrence: int  # cosmic-ray's index of this operator's mutants: with it, the key
     code: str  # the original line, stripped
-    verdict: str  # killed | survived | uncovered | timed-out | incompetent
+    verdict: str  # killed | survived | uncovered | timed-out | errored | incompetent
     diff: str
 
 
@@ -284,6 +289,36 @@ def equivalents(path: Path = SURVIVORS) -> set[tuple[str, str, str]]:
         if len(cells) >= 5 and cells[4] == "equivalent":
             found.add((cells[0], cells[2], cells[3].strip("`")))
     return found
+
+
+def equivalence_rows(path: Path = SURVIVORS) -> list[tuple[str, int, str, str]]:
+    """(module, line, operator, code) of every `equivalent` row of `path`."""
+    rows: list[tuple[str, int, str, str]] = []
+    if not path.exists():
+        return rows
+    for row in re.findall(r"^\|(.+)\|\s*$", path.read_text(), flags=re.MULTILINE):
+        cells = [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", row)]
+        if len(cells) >= 5 and cells[4] == "equivalent" and cells[1].isdigit():
+            rows.append((cells[0], int(cells[1]), cells[2], cells[3].strip("`")))
+    return rows
+
+
+def stale_equivalents(
+    name: str, outcomes: list[Outcome], rows: list[tuple[str, int, str, str]]
+) -> list[str]:
+    """The equivalence rows of module `name` that no survivor of a full run matches, by
+    line, operator (or `operator#occurrence`) and code: each names a claim to re-read."""
+    survivors = {
+        (o.line, key, o.code)
+        for o in outcomes
+        if o.verdict in ("survived", "uncovered")
+        for key in (o.operator, _key(o.operator, o.occurrence))
+    }
+    return [
+        f"{module}:{line} {operator} `{code}`: no surviving mutant matches this row"
+        for module, line, operator, code in rows
+        if module == name and (line, operator, code) not in survivors
+    ]
 
 
 def copy_tree(work: Path) -> None:
@@ -481,6 +516,16 @@ def _resume_module(
     return _read_outcomes(session, source, done | set(pending)), kept
 
 
+def killed_verdict(output: str) -> str:
+    """What cosmic-ray's "killed" was, from the selector's output: only a failing test
+    (pytest's exit 1) is a kill; a timeout (after its retry) and an error are listed apart."""
+    if output == "timeout" or "timeout: the tests ran over" in output:
+        return "timed-out"
+    if "error: pytest exited" in output:
+        return "errored"
+    return "killed"
+
+
 def _read_outcomes(session: Path, source: str, chosen_ids: set[str]) -> list[Outcome]:
     """Every chosen mutant's verdict, from the cosmic-ray session."""
     from cosmic_ray.work_db import WorkDB, use_db
@@ -500,8 +545,7 @@ def _read_outcomes(session: Path, source: str, chosen_ids: set[str]) -> list[Out
             elif result.test_outcome == TestOutcome.SURVIVED:
                 verdict = "uncovered" if output.startswith("uncovered") else "survived"
             elif result.test_outcome == TestOutcome.KILLED:
-                hung = output == "timeout" or "timeout: the tests ran over" in output
-                verdict = "timed-out" if hung else "killed"
+                verdict = killed_verdict(output)
             else:
                 verdict = "incompetent"
             outcomes.append(
@@ -531,7 +575,9 @@ def summarize(
         for o in outcomes
     ]
     count = {v: verdicts.count(v) for v in VERDICTS}
-    killed = count["killed"] + count["timed-out"] + count["incompetent"]
+    # A kill is a failing test and nothing else: timeouts, errors and incompetent runs
+    # are listed apart and count against the score (they said nothing about the tests).
+    killed = count["killed"]
     scored = len(outcomes) - count["equivalent"]
     ordered = sorted(zip(outcomes, verdicts, strict=True), key=lambda p: (p[0].line, p[0].operator))
     return {
@@ -542,6 +588,7 @@ def summarize(
         "killed": count["killed"],
         "timed_out": count["timed-out"],
         "incompetent": count["incompetent"],
+        "errored": count["errored"],
         "survived": count["survived"] + count["uncovered"],
         "uncovered": count["uncovered"],
         "equivalent": count["equivalent"],
@@ -571,7 +618,15 @@ def summarize(
     }
 
 
-VERDICTS = ("killed", "survived", "uncovered", "timed-out", "incompetent", "equivalent")
+VERDICTS = (
+    "killed",
+    "survived",
+    "uncovered",
+    "timed-out",
+    "errored",
+    "incompetent",
+    "equivalent",
+)
 
 
 def stored_outcomes(module: dict[str, Any]) -> list[Outcome]:
@@ -708,7 +763,7 @@ def main(argv: list[str] | None = None) -> int:
             redone = {
                 _key(o.operator, o.occurrence): o
                 for o in again
-                if not args.tests or o.verdict in ("killed", "timed-out")
+                if not args.tests or o.verdict == "killed"
             }
             outcomes = [
                 redone.get(_key(o.operator, o.occurrence), o) for o in stored_outcomes(last)
@@ -729,6 +784,10 @@ def main(argv: list[str] | None = None) -> int:
             )
             result = summarize(name, target, outcomes, total, known)
             result.update(sample=args.sample, seed=args.seed)
+            if args.sample is None:  # a full run: every equivalence row must still match
+                stale = stale_equivalents(name, outcomes, equivalence_rows())
+                if stale:
+                    raise SystemExit("stale equivalence rows:\n" + "\n".join(stale))
         result["date"] = run["date"]
         run["modules"][name] = result
         # Another run may have written other modules meanwhile: read, merge, write.

@@ -22,8 +22,12 @@ executed any line of that statement unmutated (`--map`, written once per module 
     python tools/mutation_select.py --map M.json --pristine P.py --module path.py \
         [--log progress.log] -- python -m pytest -x -q ...
 
-Prints one line starting `selected`, `uncovered` or `timeout`; exits with pytest's
-status (1 on a timeout: a mutant that hangs the tests is caught).
+Prints one line starting `selected`, `uncovered`, `timeout` or `error`. A kill is a
+failing test and nothing else: pytest's exit status 1. Any other non-zero status (2
+interrupted, 3 internal error, 4 usage error, 5 no tests collected) is an `error` line,
+and a run over its time limit is run once more with `RETRY_SLOWDOWN` times the limit
+before it is a `timeout`; both exit non-zero (cosmic-ray reads any non-zero status as
+killed), and `tools/mutation.py` reads the line and lists them apart from the kills.
 """
 
 from __future__ import annotations
@@ -44,6 +48,11 @@ from typing import Any
 #: four times on the explorers), so 1.5 of them is still several unmutated runs.
 SLOWDOWN = 1.5
 GRACE = 30.0
+#: A run over its limit is tried once more with this many times the limit (a loaded
+#: machine, not a hung mutant, may have made it slow).
+RETRY_SLOWDOWN = 3.0
+#: pytest's exit status for "some test failed": the only status that is a kill.
+TESTS_FAILED = 1
 
 
 @dataclass(frozen=True)
@@ -165,6 +174,31 @@ def select(coverage: dict[str, Any], original: str, mutated: str) -> Selection:
     return Selection("covered" if chosen else "uncovered", chosen, (first, last), seconds)
 
 
+def run_tests(command: list[str], limit: float) -> tuple[int, str]:
+    """Run the tests on the mutant: (exit status for cosmic-ray, verdict).
+
+    survived (0), killed (pytest's 1), error (any other status: the run did not say
+    whether a test fails), timeout (over the limit twice, the second time with
+    `RETRY_SLOWDOWN` times it).
+    """
+    for attempt, seconds in enumerate((limit, RETRY_SLOWDOWN * limit)):
+        try:
+            run = subprocess.run(command, timeout=seconds)
+        except subprocess.TimeoutExpired:
+            if attempt == 0:
+                print(f"slow: the tests ran over {seconds:.0f} s; once more with a longer limit")
+                continue
+            print(f"timeout: the tests ran over {seconds:.0f} s")
+            return 1, "timeout"
+        if run.returncode == 0:
+            return 0, "survived"
+        if run.returncode == TESTS_FAILED:
+            return TESTS_FAILED, "killed"
+        print(f"error: pytest exited {run.returncode}, which is not a failing test")
+        return run.returncode, "error"
+    raise AssertionError("unreachable")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if "--" not in args:
@@ -187,14 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"uncovered: no test executes {where}")
     else:
         print(f"selected {len(chosen.tests)} tests ({chosen.reason}) for {where}", flush=True)
-        try:
-            run = subprocess.run(
-                [*command, *chosen.tests], timeout=SLOWDOWN * chosen.seconds + GRACE
-            )
-            status, verdict = run.returncode, ("survived" if run.returncode == 0 else "killed")
-        except subprocess.TimeoutExpired:
-            status, verdict = 1, "timeout"
-            print(f"timeout: the tests ran over {SLOWDOWN * chosen.seconds + GRACE:.0f} s")
+        status, verdict = run_tests([*command, *chosen.tests], SLOWDOWN * chosen.seconds + GRACE)
     if options.log is not None:
         with options.log.open("a") as log:
             log.write(

@@ -28,6 +28,7 @@ def _load(relative: str, name: str) -> ModuleType:
 
 
 select = _load("tools/mutation_select.py", "mutation_select")
+mutation = _load("tools/mutation.py", "mutation")
 
 # A module under test: line numbers matter (the map below refers to them).
 TOY = """\
@@ -156,7 +157,7 @@ def test_a_covered_mutant_runs_the_command_on_the_selected_tests(
     assert f"covered 2 tests -> {verdict}" in (tmp_path / "log").read_text()
 
 
-def test_a_mutant_that_hangs_the_tests_is_killed_as_a_timeout(
+def test_a_mutant_that_hangs_the_tests_twice_is_a_timeout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(select, "SLOWDOWN", 0.0)
@@ -198,7 +199,6 @@ def test_the_coverage_plugin_maps_each_test_to_the_lines_it_executes(tmp_path: P
 def test_an_equivalent_survivor_named_by_occurrence_leaves_its_neighbour_a_survivor() -> None:
     """tools/mutation.py: a survivors-file row `operator#occurrence` marks that one mutant
     equivalent; another mutant of the same operator on the same line still survives."""
-    mutation = _load("tools/mutation.py", "mutation")
     code = "if rule is _GE or TokenRule(rule) is _GE:"
     outcomes = [
         mutation.Outcome(167, "core/Op", 2, code, "survived", "diff 2"),
@@ -220,7 +220,6 @@ def test_a_pipe_in_the_code_of_a_survivors_row_is_written_escaped(tmp_path: Path
     """tools/mutation.py: Markdown tables need `\\|` for a `|` inside a cell; the code of an
     equivalent row is read back with its `|`, and a row with the pipe unescaped does not
     name that code (its cells split at the pipe)."""
-    mutation = _load("tools/mutation.py", "mutation")
     rows = tmp_path / "survivors.md"
     rows.write_text(
         "| m.py | 59 | core/ReplaceBinaryOperator_BitOr_BitXor | `A: R \\| B,` | equivalent "
@@ -273,3 +272,73 @@ def test_a_decorator_of_a_nested_def_runs_the_tests_that_run_the_enclosing_funct
     assert select.nested_decorators(spaced, {2}) is None  # a blank line alone
     body = select.select(NESTED_MAP, NESTED, NESTED.replace("func(*args)", "func()"))
     assert body.reason == "covered" and body.tests == ("t.py::test_call",)
+
+
+@pytest.mark.parametrize("exit_status", [2, 3, 4, 5])
+def test_a_pytest_error_is_not_a_kill(
+    tmp_path: Path, exit_status: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit 2-5 (interrupted, internal, usage, no tests) say nothing about the tests."""
+    command = [sys.executable, "-c", f"raise SystemExit({exit_status})"]
+    mutated = TOY.replace("n <= LIMIT", "n < LIMIT")
+    assert select.main([*_files(tmp_path, mutated), "--", *command]) == exit_status
+    assert f"error: pytest exited {exit_status}" in capsys.readouterr().out
+    assert "-> error" in (tmp_path / "log").read_text()
+    assert mutation.killed_verdict(f"selected 2 tests\nerror: pytest exited {exit_status}") == (
+        "errored"
+    )
+
+
+def test_a_slow_run_is_retried_once_with_a_longer_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run over its limit once is tried again: only a second miss is a timeout."""
+    monkeypatch.setattr(select, "SLOWDOWN", 0.0)
+    monkeypatch.setattr(select, "GRACE", 1.0)
+    monkeypatch.setattr(select, "RETRY_SLOWDOWN", 20.0)
+    marker = tmp_path / "once"
+    # Slow the first time only: the retry, with 20 s, finishes and its test fails.
+    script = (
+        f"import os, time, sys\nif not os.path.exists({str(marker)!r}):\n"
+        f"    open({str(marker)!r}, 'w'); time.sleep(5)\nsys.exit(1)"
+    )
+    mutated = TOY.replace("n <= LIMIT", "n < LIMIT")
+    assert select.main([*_files(tmp_path, mutated), "--", sys.executable, "-c", script]) == 1
+    out = capsys.readouterr().out
+    assert "once more with a longer limit" in out and "timeout:" not in out
+    assert "-> killed" in (tmp_path / "log").read_text()
+
+
+def test_only_a_failing_test_counts_as_a_kill_in_the_score() -> None:
+    """Timeouts, errors and incompetent runs are listed apart and count against the score."""
+    outcomes = [
+        mutation.Outcome(1, "op", 0, "a", "killed", ""),
+        mutation.Outcome(2, "op", 0, "b", "timed-out", ""),
+        mutation.Outcome(3, "op", 0, "c", "errored", ""),
+        mutation.Outcome(4, "op", 0, "d", "incompetent", ""),
+    ]
+    target = mutation.Target("x.py", ())
+    result = mutation.summarize("x.py", target, outcomes, 4, set())
+    assert result["killed"] == 1 and result["timed_out"] == 1 and result["errored"] == 1
+    assert result["score"] == 0.25
+
+
+def test_a_stale_equivalence_row_is_named(tmp_path: Path) -> None:
+    """A row whose line, operator and code no survivor matches is stale; a matching one is not."""
+    survivors = tmp_path / "survivors.md"
+    survivors.write_text(
+        "| module | line | operator | code | verdict | reason |\n|---|---|---|---|---|---|\n"
+        "| x.py | 3 | core/ReplaceTrueWithFalse | `flag = True` | equivalent | unused |\n"
+        "| x.py | 9 | core/NumberReplacer#1 | `n = 2` | equivalent | moved since |\n",
+        encoding="utf-8",
+    )
+    rows = mutation.equivalence_rows(survivors)
+    assert [row[1] for row in rows] == [3, 9]
+    outcomes = [
+        mutation.Outcome(3, "core/ReplaceTrueWithFalse", 0, "flag = True", "survived", ""),
+        mutation.Outcome(7, "core/NumberReplacer", 1, "n = 2", "survived", ""),  # moved: line 7
+    ]
+    assert mutation.stale_equivalents("x.py", outcomes, rows) == [
+        "x.py:9 core/NumberReplacer#1 `n = 2`: no surviving mutant matches this row"
+    ]
+    assert mutation.stale_equivalents("y.py", outcomes, rows) == []
