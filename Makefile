@@ -9,7 +9,7 @@ export HYPOTHESIS_PROFILE
 PYTEST_WORKERS ?= 2
 
 .PHONY: setup redis-server coq spin test soak lint types crosshair-queues generate proofs proofs-coq bound-table trace vectors bench mutation verify clean
-.PHONY: help
+.PHONY: help dist
 
 $(STAMP): pyproject.toml
 	mkdir -p build
@@ -126,6 +126,11 @@ trace: setup
 ## bench: per-operation cost of the queues and of admission
 bench: setup spin
 	$(BIN)/python tools/bench.py
+
+## dist: build queueref's wheel and sdist into dist/ (it is not on the package index: install these)
+dist: setup
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
 
 ## verify: every check above, and the verification report
 verify: setup
