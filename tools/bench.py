@@ -693,6 +693,9 @@ def main() -> int:
     import bench_store  # the multi-node store's protocols against a real Redis, beside this file
 
     bench_store.run(results)
+    import bench_models  # the token, joint and lease explorers, compact beside plain
+
+    bench_models.run(results)
     BUILD.mkdir(exist_ok=True)
     (BUILD / "bench.json").write_text(json.dumps(results, indent=1))
     print("\nsaved build/bench.json")
