@@ -50,7 +50,7 @@ def _search(model: str) -> Callable[..., Any]:
 
 
 def _worst(found: Any) -> str:
-    for fields in (("worst_tokens",), ("worst_requests", "worst_tokens"), ("worst_excess",)):
+    for fields in (("worst_requests", "worst_tokens"), ("worst_tokens",), ("worst_excess",)):
         if all(hasattr(found, name) for name in fields):
             return "/".join(str(getattr(found, name)) for name in fields)
     raise AssertionError(f"no worst case in {found!r}")  # pragma: no cover
@@ -59,9 +59,10 @@ def _worst(found: Any) -> str:
 def _timed(
     model: str, instance: tuple[int, ...], kwargs: dict[str, str], encoding: str
 ) -> dict[str, Any]:
+    search = _search(model)  # imported before the clock starts
     began = time.process_time()
     try:
-        found = _search(model)(*instance, encoding=encoding, **kwargs)
+        found = search(*instance, encoding=encoding, **kwargs)
     except ValueError as error:  # the state limit: refused, with the time it took
         return {"refused": str(error), "cpu_seconds": round(time.process_time() - began, 2)}
     seconds = time.process_time() - began

@@ -147,6 +147,7 @@ def _room(view: int, cap: int, weight: int) -> int:
 def _compact_successors(
     state: _CompactState, cap: int, weight: int, max_lapses: int
 ) -> list[tuple[_CompactState, int]]:
+    # OB-LEASE-2: n chosen at the decision, start merged with the first read, early reject.
     counts, lapsed, checks, lapses = state
     num = len(counts)
     out: list[tuple[_CompactState, int]] = []
@@ -213,7 +214,7 @@ def explore_leases(
     )
     bound = protocol.overshoot_bound(servers, cap, weight)
     worst_excess = worst_total = 0
-    if encoding == "compact":
+    if encoding == "compact":  # OB-LEASE-2: dropped as the least cost of reaching a state
         begin: _CompactState = ((0,) * servers, (False,) * servers, (None,) * servers, 0)
         least_dropped = least_costs(
             begin,

@@ -189,6 +189,7 @@ def least_costs(
     moves do not depend on it (`queueref.models.lease`): the state without the ghost, the
     least ghost reaching it. Past `max_states` states it raises `ValueError(too_many)`.
     """
+    # OB-LEASE-2: the least ghost over every path, so no excess is hidden.
     best = {start: 0}
     buckets: dict[int, list[_S]] = {0: [start]}
     while buckets:

@@ -2,7 +2,7 @@
 
 `queueref.models.tokens` keeps each check's `t` (the tokens it adds) from its start and
 every partial view; the search of its "plain" encoding keeps each as its own state. This
-module explores the same protocols with the ideas of `CompactCheckThenWrite` (OB-MODEL-1):
+module explores the same protocols with the ideas of `CompactCheckThenWrite`:
 
 * check-then-write chooses `t` at the decision, not at the start: nobody reads `t`
   before the decision, so a run choosing it at the start is a run choosing it at the
@@ -56,7 +56,8 @@ def _drop_one(prefilling: tuple[int, ...]) -> list[tuple[int, ...]]:
 def ctw_successors(
     state: tuple[CtwServer, ...], limit: int, prompt: int, rule: protocol.TokenRule
 ) -> list[tuple[CtwServer, ...]]:
-    """The compact check-then-write moves (OB-TOK-1, OB-TOK-2)."""
+    """The compact check-then-write moves."""
+    # OB-TOK-5: t chosen at the decision, start merged with the first read, early reject.
     num = len(state)
     out = []
     can_start = room(rule, 0, limit, prompt) > 0
@@ -88,7 +89,8 @@ def ctw_successors(
 def wtc_successors(
     state: tuple[WtcServer, ...], limit: int, prompt: int
 ) -> list[tuple[WtcServer, ...]]:
-    """The compact write-then-check moves (OB-TOK-3)."""
+    """The compact write-then-check moves."""
+    # OB-TOK-5: t chosen at the start (it is read), views saturated at Mt + 1.
     num = len(state)
     out = []
 
@@ -126,7 +128,8 @@ JointServer = tuple[int, tuple[int, ...], _Joint]
 def joint_successors(
     state: tuple[JointServer, ...], cap: int, weight: int, limit: int, prompt: int
 ) -> list[tuple[JointServer, ...]]:
-    """The compact moves with both limits (OB-TOK-4): n and the prompt chosen at the end."""
+    """The compact moves with both limits: n and the prompt chosen at the end."""
+    # OB-TOK-5 (for OB-TOK-4): room of the request pass kept, early reject in each pass.
     num = len(state)
     out = []
     ge = protocol.TokenRule.GE

@@ -151,7 +151,7 @@ def explore_tokens(
     for name, value, low in (("servers", servers, 1), ("limit", limit, 0), ("prompt", prompt, 1)):
         if not is_int_at_least(value, low):
             raise ValueError(f"OB-TOK-1: {name} must be an int >= {low}, got {value!r}")
-    _check_encoding(encoding, "OB-TOK-1")
+    _check_encoding(encoding, "OB-TOK-1")  # OB-TOK-5: either encoding, the same worst
     rule = Rule(rule)
     wtc = protocol.Protocol(protocol_name) is protocol.Protocol.WRITE_THEN_CHECK
     empty: _Server = ((), None)
@@ -270,7 +270,7 @@ def explore_joint(
     ):
         if not is_int_at_least(value, low):
             raise ValueError(f"OB-TOK-4: {name} must be an int >= {low}, got {value!r}")
-    _check_encoding(encoding, "OB-TOK-4")
+    _check_encoding(encoding, "OB-TOK-4")  # OB-TOK-5: either encoding, the same worst
     empty: _JointServer = (0, (), None)
     start: tuple[Any, ...] = (empty,) * servers  # the shape of the encoding's states
     worst_requests = worst_tokens = states = 0
