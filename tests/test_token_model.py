@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import io
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -303,3 +304,23 @@ def test_OB_TOK_1_bound_table_flags_a_row_over_its_bound(monkeypatch: pytest.Mon
     monkeypatch.setattr(bound_table_command, "explore_tokens", one_more)
     code, _ = _bound_table("--limit", "tokens", "--servers", "1", "--cap", "1", "--weight", "1")
     assert code == 1
+
+
+def test_OB_TOK_5_bound_table_state_limit_and_progress(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """OB-TOK-5, E2E-CLI-4: `--max-states` still stops a token row (exit 2, one line naming
+    the requirement, the encoding and the instance); each row reports its states."""
+    code = main(["bound-table", "--quiet", "--limit", "tokens", "--servers", "3", "--cap", "3",
+                 "--weight", "2", "--max-states", "1000"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip() == (
+        "queueref bound-table: OB-TOK-1: more than 1000 states (compact encoding, N=3, Mt=3, "
+        "P=2); lower the bounds or raise the state limit"
+    )
+    monkeypatch.setattr(bound_table_command, "show_progress", lambda args: True)
+    assert main(["bound-table", "--limit", "tokens", "--servers", "2", "--cap", "1",
+                 "--weight", "1", "--json"]) == 0  # fmt: skip
+    assert re.search(r"^queueref bound-table: N=2 Mt=1 P=1: \d+ states in \d+\.\d\d s",
+                     capsys.readouterr().err, re.MULTILINE)  # fmt: skip
