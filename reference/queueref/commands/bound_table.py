@@ -242,8 +242,8 @@ def _token_rows(args: argparse.Namespace, max_states: int) -> list[dict[str, obj
 
 
 def _progress(args: argparse.Namespace, instance: str, states: int, seconds: float) -> None:
-    """E2E-CLI-4: states searched and the rate, per row, on stderr (not with --quiet)."""
-    if show_progress(args):
+    """The states searched and the rate of one row, on stderr (not with --quiet)."""
+    if show_progress(args):  # E2E-CLI-4: long runs show progress
         progress_line(
             "bound-table",
             f"{instance}: {states} states in {seconds:.2f} s "
