@@ -30,6 +30,8 @@ instance it finishes quickly, and shows an unsound reduction caught.
 
 from __future__ import annotations
 
+import functools
+
 from queueref.models import protocol
 
 # Per server: (sorted tokens of its prefilling requests, check). A check-then-write
@@ -41,16 +43,18 @@ CtwServer = tuple[tuple[int, ...], _Ctw]
 WtcServer = tuple[tuple[int, ...], _Wtc]
 
 
+@functools.cache  # few distinct arguments, asked at every read
 def room(rule: protocol.TokenRule, view: int, limit: int, prompt: int) -> int:
     """The largest t <= P the rule admits at `view` (0: none); every smaller t passes too."""
     return max((t for t in range(1, prompt + 1) if protocol.admits_tokens(rule, view, t, limit)),
                default=0)  # fmt: skip
 
 
-def _drop_one(prefilling: tuple[int, ...]) -> list[tuple[int, ...]]:
+@functools.cache  # few distinct tuples, asked for every state
+def _drop_one(prefilling: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
     """The prefilling tuples after one request's prefill is done (one per distinct size)."""
     distinct = [i for i, t in enumerate(prefilling) if i == 0 or prefilling[i - 1] != t]
-    return [prefilling[:i] + prefilling[i + 1 :] for i in distinct]
+    return tuple(prefilling[:i] + prefilling[i + 1 :] for i in distinct)
 
 
 def ctw_successors(
