@@ -43,7 +43,6 @@ CtwServer = tuple[tuple[int, ...], _Ctw]
 WtcServer = tuple[tuple[int, ...], _Wtc]
 
 
-@functools.cache  # few distinct arguments, asked at every read
 def room(rule: protocol.TokenRule, view: int, limit: int, prompt: int) -> int:
     """The largest t <= P the rule admits at `view` (0: none); every smaller t passes too."""
     return max((t for t in range(1, prompt + 1) if protocol.admits_tokens(rule, view, t, limit)),
