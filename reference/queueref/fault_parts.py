@@ -1,0 +1,219 @@
+"""The real parts of a fault run: Redis in the run's own network namespace, serve nodes.
+
+Used by `queueref.fault_runs` (`make faults`, `specs/multi-node.md` FAULT-RUN-*).
+Only loopback and the namespaces made here are ever addressed: `NetnsRedis`
+makes one namespace holding a redis-server and one veth pair per node, with
+link-local /30 subnets of its own; a partition takes one node's link down.
+`ServeNode` is one `queueref serve --store` node in its own process group, so
+a fault can stop, continue or kill -9 the whole node (parent and workers).
+Everything started here is stopped by `close()`, which is safe to call twice
+and after a failed start; a namespace is deleted only if this object made it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import IO, Final
+
+from queueref.redis_server import LOOPBACK, free_port
+
+#: The prefix of every namespace and interface a fault run makes (cleanup finds them by it).
+PREFIX: Final = "qf"
+
+#: Redis's port inside the run's namespace (the namespace has its own ports).
+NETNS_PORT: Final = 6379
+
+
+def require(binary: str, package: str) -> str:
+    """The path of `binary`, or a clear failure naming the Debian package (`make faults`)."""
+    path = shutil.which(binary)
+    if path is None:
+        raise RuntimeError(
+            f"{binary} is not installed: run `make faults` as root "
+            f"(it runs `apt-get install -y {package}`)"
+        )
+    return path
+
+
+def _run(*args: str) -> None:
+    subprocess.run(args, check=True, capture_output=True, timeout=20)
+
+
+def _stop(process: subprocess.Popen[bytes] | None, group: bool = False) -> None:
+    """SIGTERM (the whole group when `group`), SIGKILL after 5 s; reaped."""
+    if process is None or process.poll() is not None:
+        if process is not None and group:
+            _kill_group(process.pid, signal.SIGKILL)  # a worker may outlive its parent
+        return
+    if group:
+        _kill_group(process.pid, signal.SIGCONT)  # a stopped group cannot act on SIGTERM
+        _kill_group(process.pid, signal.SIGTERM)
+    else:
+        process.terminate()
+    try:
+        process.wait(timeout=8)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    if group:
+        _kill_group(process.pid, signal.SIGKILL)
+
+
+def _kill_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+class NetnsRedis:
+    """A redis-server alone in a network namespace this run made, one veth link per node.
+
+    Node i reaches Redis at `url(i)` over its own link, so `cut(i)` partitions
+    node i alone while the others keep their store (FAULT-RUN-2).
+    """
+
+    def __init__(self, links: int) -> None:
+        self.binary = require("redis-server", "redis-server")
+        require("ip", "iproute2")
+        self.tag = f"{PREFIX}{os.getpid() % 100000}"
+        self.namespace = f"{self.tag}-ns"
+        self.links = links
+        self._made = False
+        self._dir = tempfile.TemporaryDirectory(prefix="queueref-netns-redis-")
+        self.process: subprocess.Popen[bytes] | None = None
+        # 169.254.<200+pid>.<4i+1..2>: link-local, never routed beyond the link.
+        self._octet = 200 + os.getpid() % 50
+
+    def host_side(self, link: int) -> str:
+        return f"{self.tag}h{link}"
+
+    def address(self, link: int) -> str:
+        return f"169.254.{self._octet}.{4 * link + 2}"
+
+    def url(self, link: int) -> str:
+        return f"redis://{self.address(link)}:{NETNS_PORT}/0"
+
+    def start(self) -> None:
+        _run("ip", "netns", "add", self.namespace)
+        self._made = True
+        inside = ("ip", "netns", "exec", self.namespace)
+        _run(*inside, "ip", "link", "set", "lo", "up")
+        for link in range(self.links):
+            host, peer = self.host_side(link), f"{self.tag}n{link}"
+            _run("ip", "link", "add", host, "type", "veth", "peer", "name", peer)
+            _run("ip", "link", "set", peer, "netns", self.namespace)
+            _run("ip", "addr", "add", f"169.254.{self._octet}.{4 * link + 1}/30", "dev", host)
+            _run("ip", "link", "set", host, "up")
+            _run(*inside, "ip", "addr", "add", f"{self.address(link)}/30", "dev", peer)
+            _run(*inside, "ip", "link", "set", peer, "up")
+        binds = [self.address(link) for link in range(self.links)]
+        self.process = subprocess.Popen(
+            [*inside, self.binary, "--bind", *binds, "--port", str(NETNS_PORT), "--save", "",
+             "--appendonly", "no", "--dir", self._dir.name, "--protected-mode", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        _wait_for_redis(self.address(0), NETNS_PORT, self.process)
+
+    def cut(self, link: int) -> None:
+        """The partition: node `link`'s only way to Redis goes down."""
+        _run("ip", "link", "set", self.host_side(link), "down")
+
+    def heal(self, link: int) -> None:
+        _run("ip", "link", "set", self.host_side(link), "up")
+
+    def close(self) -> None:
+        _stop(self.process)
+        self.process = None
+        if self._made:
+            for link in range(self.links):
+                subprocess.run(
+                    ["ip", "link", "del", self.host_side(link)], capture_output=True, timeout=20
+                )
+            subprocess.run(["ip", "netns", "del", self.namespace], capture_output=True, timeout=20)
+            self._made = False
+        self._dir.cleanup()
+
+
+def _wait_for_redis(host: str, port: int, process: subprocess.Popen[bytes]) -> None:
+    import redis
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and process.poll() is None:
+        client = redis.Redis(host=host, port=port, socket_timeout=0.5, socket_connect_timeout=0.5)
+        try:
+            if client.ping():
+                return
+        except redis.RedisError:
+            time.sleep(0.05)
+        finally:
+            client.close()
+    raise RuntimeError(f"redis-server did not start on {host}:{port}")
+
+
+class ServeNode:
+    """One `queueref serve --store` node in its own process group (parent and workers)."""
+
+    def __init__(self, name: str, url: str, trace_dir: Path, args: list[str]) -> None:
+        self.name = name
+        self.port = free_port()
+        self.url = f"http://{LOOPBACK}:{self.port}/v1/completions"
+        self._log: IO[bytes] = tempfile.TemporaryFile()
+        self.command = [
+            sys.executable, "-m", "queueref", "serve", "--store", url, "--node", name,
+            "--port", str(self.port), "--trace", str(trace_dir), "--restart", *args,
+        ]  # fmt: skip
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.launch()
+        self.wait_ready()
+
+    def launch(self) -> None:
+        """Start the node's processes (`wait_ready` then waits for its first line)."""
+        self.process = subprocess.Popen(
+            self.command,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            start_new_session=True,  # its own process group: a fault hits the whole node
+        )
+
+    def wait_ready(self) -> None:
+        assert self.process is not None and self.process.stdout is not None
+        line = self.process.stdout.readline().decode(errors="replace")
+        if "API server process" not in line:
+            self._log.seek(0)
+            problem = self._log.read().decode(errors="replace").strip().splitlines()
+            raise RuntimeError(f"node {self.name} did not start: {problem[-1:] or line!r}")
+
+    def signal(self, sig: signal.Signals) -> None:
+        """SIGSTOP, SIGCONT or SIGKILL to the node's whole process group."""
+        assert self.process is not None
+        _kill_group(self.process.pid, sig)
+        if sig is signal.SIGKILL:
+            self.process.wait(timeout=10)
+
+    def close(self) -> None:
+        _stop(self.process, group=True)
+        if self.process is not None and self.process.stdout is not None:
+            self.process.stdout.close()
+        self._log.close()
+
+
+def leftovers() -> list[str]:
+    """The namespaces and links of fault runs still present (FAULT-RUN-1: none after a run)."""
+    found: list[str] = []
+    for command in (["ip", "netns", "list"], ["ip", "-o", "link", "show"]):
+        listing = subprocess.run(command, capture_output=True, text=True, timeout=20).stdout
+        for line in listing.splitlines():
+            words = line.replace(":", " ").split()
+            names = [w.split("@")[0] for w in words]
+            found += [n for n in names if n.startswith(PREFIX) and n[len(PREFIX) :][:1].isdigit()]
+    return sorted(set(found))

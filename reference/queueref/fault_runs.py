@@ -1,0 +1,435 @@
+"""One fault under load across `serve --store` nodes, measured (FAULT-RUN-1 .. FAULT-RUN-4).
+
+Each scenario starts its own Redis (on loopback, or alone in a network
+namespace the run makes for a partition), two `serve --store` nodes in their
+own process groups, drives both with a closed-loop load, injects one fault
+and heals it, stops everything and judges the merged trace of every server:
+
+* `max_in_flight` and `bound`: the trace checker's measure and the
+  protocol's bound over all N servers (ADM-STORE-3);
+* `expected_overshoot`: how far the fault may push the real count over that
+  bound, from the exhaustive model `queueref.models.store_faults` at the
+  run's sizes (OB-FAULT-*), never from the run;
+* `records_lost`: 200 answers without a finish record, plus requests still
+  in flight in the trace of a node that was not killed;
+* `recovered`: the store showed every server's true count (from the trace)
+  within one lease, plus the store's command timeout, after the fault healed.
+
+Polling the store gives snapshots; they are judged after the run against the
+trace (`store_matches_trace`), because the trace files are only complete then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from queueref.events import AdmissionEvent
+from queueref.fault_parts import NetnsRedis, ServeNode
+from queueref.loadgen import run_builtin
+from queueref.models.store_faults import explore_fault
+from queueref.oracle.trace_check import (
+    check_admission_trace,
+    in_flight_requests,
+    read_trace_folder,
+)
+from queueref.redis_server import RedisServer
+from queueref.redis_store import StoreConfig, StoreProtocol
+
+#: The faults of `make faults`, in the report's order.
+FAULTS: Final = ("partition", "redis-restart", "failover", "node-kill", "pause", "tokens")
+
+#: The model of each fault (`queueref.models.store_faults`); tokens inject none.
+MODEL_FAULT: Final = {
+    "partition": "partition",
+    "redis-restart": "restart",
+    "failover": "failover",
+    "node-kill": "kill",
+    "pause": "pause",
+}
+
+#: How long a store command may take before it fails (`StoreConfig.timeout_s`): a write
+#: stamped in the trace lands in the store within this, or it fails and stays pending.
+WRITE_SLACK: Final = StoreConfig("redis://x", "d", 1, 0).timeout_s
+
+DEPLOYMENT: Final = "faults"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """One run's sizes: 2 nodes of 1 server (N = 2), cap M, requests of one slot (W = 1)."""
+
+    nodes: int = 2
+    servers_per_node: int = 1
+    cap: int = 3
+    weight: int = 1
+    lease_s: float = 1.0
+    service_ms: float = 900.0
+    concurrency: int = 5  # per node: more than the cap, so the cap binds
+    fault_at: float = 1.5  # seconds into the load
+    fault_for: float = 2.0  # a partition or pause twice the lease: the lease lapses
+    load_s: float = 6.0
+
+    @property
+    def total(self) -> int:
+        return self.nodes * self.servers_per_node
+
+
+@dataclass
+class Scenario:
+    """One line of `build/faults-report.json` (FAULT-RUN-1)."""
+
+    name: str
+    fault: str
+    protocol: str
+    bound: int
+    max_in_flight: int
+    within_bound: bool
+    expected_overshoot: int
+    records_lost: int
+    recovered: bool
+    seconds: float
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def passed(self) -> bool:
+        return self.within_bound and self.records_lost == 0 and self.recovered
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One read of every count and heartbeat key, between `start` and `end` (monotonic)."""
+
+    start: float
+    end: float
+    visible: tuple[int, ...]  # per server: its count if its lease is live, else 0
+
+
+def expected_overshoot(fault: str, protocol: StoreProtocol, sizes: Sizes) -> int:
+    """OB-FAULT-*: the model's worst real total over the bound, at the run's sizes."""
+    if fault not in MODEL_FAULT:
+        return 0
+    # failover: with WAIT, each server has at most one write not on the replica (k = N).
+    k = sizes.total if fault == "failover" else sizes.servers_per_node
+    row = explore_fault(
+        MODEL_FAULT[fault],
+        sizes.total,
+        sizes.cap,
+        sizes.weight,
+        k,
+        atomic=protocol is StoreProtocol.SCRIPT,
+    )
+    return row.overshoot
+
+
+def true_counts(events: list[AdmissionEvent], servers: int) -> list[list[tuple[float, int]]]:
+    """Per server, its true count after each change: [(t, count)], starting at (-inf, 0)."""
+    deltas: list[list[tuple[float, int]]] = [[] for _ in range(servers)]
+    for event in events:
+        if event.event == "admit":
+            deltas[event.server].append((event.t, event.n))
+        elif event.event in ("finish", "abort"):
+            when = event.t_before if event.t_before is not None else event.t
+            deltas[event.server].append((when, -event.n))
+    steps: list[list[tuple[float, int]]] = []
+    for changes in deltas:
+        count, series = 0, [(float("-inf"), 0)]
+        for when, delta in sorted(changes):
+            count += delta
+            series.append((when, count))
+        steps.append(series)
+    return steps
+
+
+def _values_between(series: list[tuple[float, int]], start: float, end: float) -> set[int]:
+    values = {series[0][1]}
+    for when, count in series:
+        if when <= start:
+            values = {count}
+        elif when <= end:
+            values.add(count)
+    return values
+
+
+def store_matches_trace(
+    snapshot: Snapshot, steps: list[list[tuple[float, int]]], slack: float
+) -> bool:
+    """FAULT-RUN-4: each server's visible count is a value its true count took while read."""
+    return all(
+        visible in _values_between(series, snapshot.start - slack, snapshot.end + slack)
+        for visible, series in zip(snapshot.visible, steps, strict=True)
+    )
+
+
+def recovered_within(
+    snapshots: list[Snapshot],
+    steps: list[list[tuple[float, int]]],
+    healed: float,
+    window: float,
+    slack: float,
+) -> bool:
+    """FAULT-RUN-4: a snapshot read in [healed, healed + window] shows every true count."""
+    return any(
+        store_matches_trace(s, steps, slack)
+        for s in snapshots
+        if s.start >= healed and s.end <= healed + window
+    )
+
+
+class StorePoller:
+    """Reads every count and heartbeat key every 50 ms in a thread; errors are skipped."""
+
+    def __init__(self, url: str, servers: int) -> None:
+        import redis
+
+        self._client = redis.Redis.from_url(url, socket_timeout=0.3, socket_connect_timeout=0.3)
+        config = StoreConfig(url, DEPLOYMENT, servers, 0)
+        self._keys = [config.count_key(i) for i in range(servers)] + [
+            config.heartbeat_key(i) for i in range(servers)
+        ]
+        self.servers = servers
+        self.snapshots: list[Snapshot] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="store-poller", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            start = time.monotonic()
+            try:
+                raw = self._client.mget(self._keys)
+            except Exception:  # the store is down or cut: no snapshot
+                continue
+            end = time.monotonic()
+            counts, beats = raw[: self.servers], raw[self.servers :]
+            visible = tuple(
+                int(c) if c is not None and b is not None and c.isdigit() else 0
+                for c, b in zip(counts, beats, strict=True)
+            )
+            self.snapshots.append(Snapshot(start, end, visible))
+
+    def __enter__(self) -> StorePoller:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._client.close()
+
+
+@dataclass
+class FaultClock:
+    """When the fault was injected and healed (monotonic), and which servers it killed."""
+
+    injected: float = 0.0
+    healed: float = 0.0
+    killed: list[int] = field(default_factory=list)
+
+
+Injector = Callable[[FaultClock], None]
+
+
+def run_scenario(
+    fault: str,
+    protocol: StoreProtocol,
+    sizes: Sizes,
+    *,
+    inject: Callable[[list[ServeNode], FaultClock], None],
+    urls: list[str],
+    poll_url: str,
+    workdir: Path,
+    extra_args: tuple[str, ...] = (),
+) -> Scenario:
+    """Start the nodes, load them, run `inject` at `fault_at`, stop, and judge the trace."""
+    began = time.monotonic()
+    trace = workdir / "trace"
+    args = [
+        "--servers", str(sizes.servers_per_node), "--store-servers", str(sizes.total),
+        "--cap", str(sizes.cap), "--lease", f"{sizes.lease_s}s",
+        "--service-time-ms", str(sizes.service_ms), "--store-protocol", protocol.value,
+        "--deployment", DEPLOYMENT, *extra_args,
+    ]  # fmt: skip
+    nodes = [ServeNode(f"node-{i}", urls[i], trace, args) for i in range(sizes.nodes)]
+    clock = FaultClock()
+    ok = 0
+    try:
+        for node in nodes:
+            node.launch()  # both start at once: Python's start-up is most of the wait
+        for node in nodes:
+            node.wait_ready()
+        with StorePoller(poll_url, sizes.total) as poller:
+
+            async def drive() -> int:
+                async def fault_later() -> None:
+                    await asyncio.sleep(sizes.fault_at)
+                    await asyncio.to_thread(inject, nodes, clock)
+
+                loads = [run_builtin(n.url, sizes.concurrency, sizes.load_s) for n in nodes]
+                results = await asyncio.gather(fault_later(), *loads)
+                return sum(report.ok for report in results[1:])
+
+            ok = asyncio.run(drive())
+            # Let the last lease after the heal run out before the poller stops.
+            time.sleep(max(0.0, clock.healed + sizes.lease_s + WRITE_SLACK - time.monotonic()))
+    finally:
+        for node in nodes:
+            node.close()
+    return judge(fault, protocol, sizes, trace, poller.snapshots, clock, ok, began)
+
+
+def judge(
+    fault: str,
+    protocol: StoreProtocol,
+    sizes: Sizes,
+    trace: Path,
+    snapshots: list[Snapshot],
+    clock: FaultClock,
+    ok: int,
+    began: float,
+) -> Scenario:
+    """The scenario's line: the merged trace checked, records counted, recovery judged."""
+    events = read_trace_folder(trace, sizes.total).events
+    # A node killed with -9 wrote no departure: its requests ended when it died, as the
+    # parent's reclaim records them for a dead server (E2E-SRV-7).
+    for server in clock.killed:
+        for request_id, n in in_flight_requests(events, server).items():
+            events.append(
+                AdmissionEvent(clock.injected, server, "abort", request_id, n, None, clock.injected)
+            )
+    events.sort(key=lambda e: e.t)
+    mode = "locked" if protocol is StoreProtocol.SCRIPT else "check-then-write"
+    report = check_admission_trace(events, sizes.total, sizes.cap, sizes.weight, mode=mode)
+    finishes = sum(e.event == "finish" for e in events)
+    lost = max(0, ok - finishes) + report.still_in_flight
+    overshoot = expected_overshoot(fault, protocol, sizes)
+    steps = true_counts(events, sizes.total)
+    window = sizes.lease_s + WRITE_SLACK
+    recovered = recovered_within(snapshots, steps, clock.healed, window, WRITE_SLACK)
+    return Scenario(
+        name=f"{fault}-{protocol.value}",
+        fault=fault,
+        protocol=protocol.value,
+        bound=report.bound,
+        max_in_flight=report.max_in_flight,
+        within_bound=not report.violations and report.max_in_flight <= report.bound + overshoot,
+        expected_overshoot=overshoot,
+        records_lost=lost,
+        recovered=recovered,
+        seconds=round(time.monotonic() - began, 2),
+        details={
+            "ok": ok,
+            "admitted": report.counts.get("admit", 0),
+            "rejected": report.counts.get("reject", 0),
+            "violations": [str(v) for v in report.violations[:5]],
+            "snapshots": len(snapshots),
+            "fault_seconds": round(clock.healed - clock.injected, 2),
+        },
+    )
+
+
+# ---------------------------------------------------------------------------
+# The faults
+
+
+def partition(protocol: StoreProtocol, sizes: Sizes, workdir: Path) -> Scenario:
+    """FAULT-RUN-2 partition: node 0's link to Redis down for `fault_for`, node 0 serving."""
+    redis = NetnsRedis(sizes.nodes)
+    try:
+        redis.start()
+
+        def inject(nodes: list[ServeNode], clock: FaultClock) -> None:
+            clock.injected = time.monotonic()
+            redis.cut(0)
+            time.sleep(sizes.fault_for)
+            redis.heal(0)
+            clock.healed = time.monotonic()
+
+        urls = [redis.url(i) for i in range(sizes.nodes)]
+        return run_scenario(
+            "partition", protocol, sizes, inject=inject, urls=urls,
+            poll_url=redis.url(sizes.nodes - 1), workdir=workdir,
+        )  # fmt: skip
+    finally:
+        redis.close()
+
+
+def _on_loopback(
+    fault: str,
+    protocol: StoreProtocol,
+    sizes: Sizes,
+    workdir: Path,
+    inject: Callable[[RedisServer, list[ServeNode], FaultClock], None],
+    extra_args: tuple[str, ...] = (),
+) -> Scenario:
+    redis = RedisServer()
+    try:
+        redis.start()
+        return run_scenario(
+            fault, protocol, sizes,
+            inject=lambda nodes, clock: inject(redis, nodes, clock),
+            urls=[redis.url] * sizes.nodes, poll_url=redis.url, workdir=workdir,
+            extra_args=extra_args,
+        )  # fmt: skip
+    finally:
+        redis.close()
+
+
+def redis_restart(protocol: StoreProtocol, sizes: Sizes, workdir: Path) -> Scenario:
+    """FAULT-RUN-2 redis-restart: Redis stopped and started again empty on its port."""
+
+    def inject(redis: RedisServer, nodes: list[ServeNode], clock: FaultClock) -> None:
+        clock.injected = time.monotonic()
+        redis.stop()
+        time.sleep(sizes.lease_s / 2)
+        redis.start()
+        clock.healed = time.monotonic()
+
+    return _on_loopback("redis-restart", protocol, sizes, workdir, inject)
+
+
+def node_kill(protocol: StoreProtocol, sizes: Sizes, workdir: Path) -> Scenario:
+    """FAULT-RUN-2 node-kill: kill -9 of node 0's whole process group, parent and workers."""
+
+    def inject(redis: RedisServer, nodes: list[ServeNode], clock: FaultClock) -> None:
+        clock.injected = clock.healed = time.monotonic()
+        nodes[0].signal(signal.SIGKILL)
+        clock.killed = list(range(sizes.servers_per_node))
+
+    return _on_loopback("node-kill", protocol, sizes, workdir, inject)
+
+
+def pause(protocol: StoreProtocol, sizes: Sizes, workdir: Path) -> Scenario:
+    """FAULT-RUN-2 pause: SIGSTOP of node 0's whole group past its lease, then SIGCONT."""
+
+    def inject(redis: RedisServer, nodes: list[ServeNode], clock: FaultClock) -> None:
+        clock.injected = time.monotonic()
+        nodes[0].signal(signal.SIGSTOP)
+        time.sleep(sizes.fault_for)
+        nodes[0].signal(signal.SIGCONT)
+        clock.healed = time.monotonic()
+
+    return _on_loopback("pause", protocol, sizes, workdir, inject)
+
+
+SCENARIOS: Final[dict[str, Callable[[StoreProtocol, Sizes, Path], Scenario]]] = {
+    "partition": partition,
+    "redis-restart": redis_restart,
+    "node-kill": node_kill,
+    "pause": pause,
+}
+
+
+def run_fault(fault: str, protocol: StoreProtocol, sizes: Sizes | None = None) -> Scenario:
+    """One fault with one protocol, in a fresh folder that is removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="queueref-faults-") as folder:
+        return SCENARIOS[fault](protocol, sizes or Sizes(), Path(folder))
