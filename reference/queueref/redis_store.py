@@ -37,16 +37,42 @@ import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any
 
 from queueref.admission import AdmissionRejected
 from queueref.models import protocol
+from queueref.redis_connect import async_client, sync_client
+from queueref.redis_scripts import (
+    ADMIT_SCRIPT,
+    ALLOCATE_SCRIPT,
+    MAX_COUNT,
+    WRITE_SCRIPT,
+    StoreCorruptError,
+    StoreError,
+    count_key,
+    heartbeat_key,
+    heartbeat_live,
+    key_prefix,
+    parse_count,
+)
 from queueref.validators import is_int_at_least
 
-#: Counts above this are corrupt: no deployment holds 2**40 requests.
-MAX_COUNT: Final = 2**40
+# Re-exported: the key layout and its validation moved to `redis_scripts` (issue 25).
+__all__ = [
+    "MAX_COUNT",
+    "RedisAdmissionStore",
+    "StoreConfig",
+    "StoreCorruptError",
+    "StoreDecision",
+    "StoreError",
+    "StoreFailurePolicy",
+    "StoreProtocol",
+    "StoreUnavailableError",
+    "allocate_node",
+    "parse_count",
+    "redact_url",
+]
 
-_COUNT = re.compile(rb"\d{1,15}")
 _DEPLOYMENT = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
@@ -63,14 +89,6 @@ class StoreFailurePolicy(StrEnum):
 
     CLOSED = "closed"  # reject every request: 503
     OPEN = "open"  # admit against the server's share floor(M / N) of the cap
-
-
-class StoreError(Exception):
-    """The store answered nothing usable (unreachable, or a corrupt count)."""
-
-
-class StoreCorruptError(StoreError):
-    """A count key holds what no server writes: not a decimal int in [0, MAX_COUNT]."""
 
 
 class StoreUnavailableError(AdmissionRejected):
@@ -100,58 +118,6 @@ def redact_url(url: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
-def parse_count(raw: bytes | None) -> int:
-    """A count read from the store; a missing key is 0.
-
-    :raises StoreCorruptError: anything but a decimal int in [0, MAX_COUNT]
-    """
-    if raw is None:
-        return 0
-    if not _COUNT.fullmatch(raw) or int(raw) > MAX_COUNT:
-        raise StoreCorruptError(
-            f"ADM-STORE-6: a count key holds {raw[:32]!r}, not an int in [0, {MAX_COUNT}]"
-        )
-    return int(raw)
-
-
-# Sums the live servers' counts, compares and writes in one atomic step.
-# KEYS: count:0..N-1, then hb:0..N-1. ARGV: N, own index, n, cap, own count,
-# lease ms, MAX_COUNT. The decision is protocol.admits_check_then_write.
-_SCRIPT: Final = """
-local num = tonumber(ARGV[1])
-local own = tonumber(ARGV[2])
-local n = tonumber(ARGV[3])
-local cap = tonumber(ARGV[4])
-local own_count = tonumber(ARGV[5])
-local max_count = tonumber(ARGV[7])
-local view = own_count
-for i = 1, num do
-  if i - 1 ~= own then
-    if redis.call('EXISTS', KEYS[num + i]) == 1 then
-      local raw = redis.call('GET', KEYS[i])
-      if raw then
-        if not string.match(raw, '^%d+$') or string.len(raw) > 15
-            or tonumber(raw) > max_count then
-          return redis.error_reply('QUEUEREF_CORRUPT a count key is not an int')
-        end
-        view = view + tonumber(raw)
-      end
-    else
-      redis.call('DEL', KEYS[i])
-    end
-  end
-end
-local admitted = 0
-if view + n <= cap then
-  admitted = 1
-  own_count = own_count + n
-end
-redis.call('SET', KEYS[own + 1], own_count)
-redis.call('SET', KEYS[num + own + 1], '1', 'PX', ARGV[6])
-return {admitted, view}
-"""
-
-
 @dataclass(frozen=True)
 class StoreConfig:
     """Where the counters live and how this server reads them.
@@ -169,6 +135,10 @@ class StoreConfig:
     lease_ms: int = 3000
     failure: StoreFailurePolicy = StoreFailurePolicy.CLOSED
     timeout_s: float = 0.5
+    # FAULT-SPEC-3: the URL names a Sentinel that names the primary of this master.
+    sentinel_master: str | None = None
+    # FAULT-SPEC-3: WAIT for this many replicas after every write; fewer is a failed write.
+    replicas: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.url, str) or urllib.parse.urlsplit(self.url).scheme not in (
@@ -185,6 +155,7 @@ class StoreConfig:
             ("num_servers", self.num_servers, 1),
             ("server_index", self.server_index, 0),
             ("lease_ms", self.lease_ms, 1),
+            ("replicas", self.replicas, 0),
         ):
             if not is_int_at_least(value, low):
                 raise ValueError(f"ADM-STORE-1: {name} must be an int >= {low}, got {value!r}")
@@ -193,49 +164,44 @@ class StoreConfig:
                 f"ADM-STORE-1: server_index {self.server_index} is not below "
                 f"num_servers {self.num_servers}"
             )
+        if self.sentinel_master is not None and not _DEPLOYMENT.fullmatch(
+            str(self.sentinel_master)
+        ):
+            raise ValueError(
+                "FAULT-SPEC-3: the Sentinel master name must be 1-64 of A-Z a-z 0-9 _ . -, "
+                f"got {self.sentinel_master!r}"
+            )
         object.__setattr__(self, "protocol", StoreProtocol(self.protocol))
         object.__setattr__(self, "failure", StoreFailurePolicy(self.failure))
 
     def count_key(self, index: int) -> str:
-        # The {hash tag} keeps every key of a deployment in one Redis Cluster slot.
-        return f"queueref:{{{self.deployment}}}:count:{index}"
+        return count_key(self.deployment, index)
 
     def heartbeat_key(self, index: int) -> str:
-        return f"queueref:{{{self.deployment}}}:hb:{index}"
+        return heartbeat_key(self.deployment, index)
 
     @property
     def servers_key(self) -> str:
-        return f"queueref:{{{self.deployment}}}:servers"
+        return f"{key_prefix(self.deployment)}:servers"
 
     def __repr__(self) -> str:
         return (
             f"StoreConfig(url={redact_url(self.url)!r}, deployment={self.deployment!r}, "
             f"num_servers={self.num_servers}, server_index={self.server_index}, "
             f"protocol={self.protocol.value!r}, lease_ms={self.lease_ms}, "
-            f"failure={self.failure.value!r})"
+            f"failure={self.failure.value!r}, sentinel_master={self.sentinel_master!r}, "
+            f"replicas={self.replicas})"
         )
 
 
-# Gives a node its base index once, by name: the same name gets the same base
-# again (a restarted node keeps its slots). KEYS: nodes hash, next-base counter.
-# ARGV: node name, its server count K, the deployment's total N.
-_ALLOCATE: Final = """
-local base = redis.call('HGET', KEYS[1], ARGV[1])
-if base then
-  return {tonumber(base), 0}
-end
-local k = tonumber(ARGV[2])
-local next_base = tonumber(redis.call('GET', KEYS[2]) or '0')
-if next_base + k > tonumber(ARGV[3]) then
-  return {-1, next_base}
-end
-redis.call('SET', KEYS[2], next_base + k)
-redis.call('HSET', KEYS[1], ARGV[1], next_base)
-return {next_base, 1}
-"""
-
-
-def allocate_node(url: str, deployment: str, node: str, node_servers: int, total: int) -> int:
+def allocate_node(
+    url: str,
+    deployment: str,
+    node: str,
+    node_servers: int,
+    total: int,
+    sentinel_master: str | None = None,
+) -> int:
     """The global index of a node's server 0: node `node` owns `node_servers` slots.
 
     Allocated in the store by name, atomically, so nodes started anywhere get
@@ -248,16 +214,14 @@ def allocate_node(url: str, deployment: str, node: str, node_servers: int, total
         raise ValueError(
             f"ADM-STORE-8: the node name must be 1-64 of A-Z a-z 0-9 _ . -, got {node!r}"
         )
-    config = StoreConfig(url, deployment, total, 0)
+    config = StoreConfig(url, deployment, total, 0, sentinel_master=sentinel_master)
     if not is_int_at_least(node_servers, 1):
         raise ValueError(f"ADM-STORE-8: node_servers must be an int >= 1, got {node_servers!r}")
-    import redis
-
-    client = redis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
-    prefix = f"queueref:{{{config.deployment}}}"
+    client = sync_client(url, sentinel_master, 2.0)
+    prefix = key_prefix(config.deployment)
     try:
         base, _ = client.eval(
-            _ALLOCATE, 2, f"{prefix}:nodes", f"{prefix}:next_base", node, node_servers, total
+            ALLOCATE_SCRIPT, 2, f"{prefix}:nodes", f"{prefix}:next_base", node, node_servers, total
         )
     except Exception as error:
         raise StoreError(
@@ -296,27 +260,13 @@ class RedisAdmissionStore:
             raise ValueError(
                 f"ADM-STORE-1: max_num_queued_reqs must be an int >= 0, got {max_num_queued_reqs!r}"
             )
-        # The optional [store] dependency, imported only when a store is used.
-        import redis.asyncio
-        from redis.asyncio.retry import Retry
-        from redis.backoff import NoBackoff
-        from redis.exceptions import ConnectionError as RedisConnectionError
-
         self.config = config
         self.cap = max_num_queued_reqs
         self.count = 0
         self._lock = asyncio.Lock()
-        self._client: Any = redis.asyncio.Redis.from_url(
-            config.url,
-            socket_timeout=config.timeout_s,
-            socket_connect_timeout=config.timeout_s,
-            # One retry on a fresh connection: after Redis restarts, the pooled
-            # connection is dead. Every command is safe to repeat: reads, and
-            # writes of absolute counts (the script too sets, never adds).
-            retry=Retry(NoBackoff(), 1),
-            retry_on_error=[RedisConnectionError],
-        )
-        self._script: Any = self._client.register_script(_SCRIPT)
+        # The optional [store] dependency, imported only when a store is used.
+        self._client: Any = async_client(config.url, config.sentinel_master, config.timeout_s)
+        self._script: Any = self._client.register_script(ADMIT_SCRIPT)
         cfg = config
         self._count_keys = [cfg.count_key(i) for i in range(cfg.num_servers)]
         self._heartbeat_keys = [cfg.heartbeat_key(i) for i in range(cfg.num_servers)]
@@ -393,7 +343,8 @@ class RedisAdmissionStore:
         if index == self.config.server_index:
             return self.count
         value = parse_count(count)
-        return value if heartbeat is not None else 0  # ADM-STORE-4: an expired lease
+        # ADM-STORE-4: an expired lease reads as 0; ADM-STORE-6: a garbage heartbeat is an error.
+        return value if heartbeat_live(heartbeat) else 0
 
     async def admit(
         self, n: int = 1, on_decision: Callable[[bool, int | None], None] | None = None
@@ -439,23 +390,24 @@ class RedisAdmissionStore:
 
     async def _run_script(self, n: int) -> tuple[bool, int]:
         cfg = self.config
+        args = [cfg.num_servers, cfg.server_index, n, self.cap, self.count, cfg.lease_ms, MAX_COUNT]
+        keys = self._count_keys + self._heartbeat_keys
         try:
-            admitted, view = await self._script(
-                keys=self._count_keys + self._heartbeat_keys,
-                args=[
-                    cfg.num_servers,
-                    cfg.server_index,
-                    n,
-                    self.cap,
-                    self.count,
-                    cfg.lease_ms,
-                    MAX_COUNT,
-                ],
-            )
+            if cfg.replicas == 0:
+                admitted, view = await self._script(keys=keys, args=args)
+            else:
+                async with self._client.pipeline(transaction=False) as pipe:
+                    await self._script(keys=keys, args=args, client=pipe)
+                    (admitted, view), acked = await self._waited(pipe)
+                # A decision whose write may not survive a failover is not made (closed:
+                # 503); the store's higher count heals at the next heartbeat.
+                self._check_replicated(acked)
+        except StoreError:
+            raise
         except Exception as error:
             if "QUEUEREF_CORRUPT" in str(error):
                 raise StoreCorruptError(
-                    "ADM-STORE-6: a count key is not an int in [0, MAX_COUNT]"
+                    "ADM-STORE-6: a count or heartbeat key is not an int in [0, MAX_COUNT]"
                 ) from None
             raise self._unavailable(error) from None
         return bool(admitted), int(view)
@@ -498,13 +450,34 @@ class RedisAdmissionStore:
     async def _write_locked(self) -> None:
         cfg = self.config
         own = cfg.server_index
+        keys = (self._count_keys[own], self._heartbeat_keys[own])
         try:
-            async with self._client.pipeline(transaction=True) as pipe:
-                pipe.set(self._count_keys[own], self.count)
-                pipe.set(self._heartbeat_keys[own], 1, px=cfg.lease_ms)
-                await pipe.execute()
+            if cfg.replicas == 0:
+                async with self._client.pipeline(transaction=True) as pipe:
+                    pipe.set(keys[0], self.count)
+                    pipe.set(keys[1], 1, px=cfg.lease_ms)
+                    await pipe.execute()
+                return
+            async with self._client.pipeline(transaction=False) as pipe:
+                pipe.eval(WRITE_SCRIPT, 2, *keys, self.count, cfg.lease_ms)
+                _, acked = await self._waited(pipe)
         except Exception as error:
             raise self._unavailable(error) from None
+        self._check_replicated(acked)
+
+    async def _waited(self, pipe: Any) -> tuple[Any, int]:
+        """Run `pipe` (one write) and then WAIT on its connection: (its answer, replicas)."""
+        # Half the command timeout, so WAIT answers before the socket gives up.
+        pipe.execute_command("WAIT", self.config.replicas, max(1, int(self.config.timeout_s * 500)))
+        answer, acked = await pipe.execute()
+        return answer, int(acked)
+
+    def _check_replicated(self, acked: int) -> None:
+        # FAULT-SPEC-3: a write on fewer replicas than asked may be lost in a failover.
+        if acked < self.config.replicas:
+            raise StoreError(
+                f"FAULT-SPEC-3: a write reached {acked} of {self.config.replicas} replica(s)"
+            )
 
     async def run_heartbeats(self) -> None:
         """Renew the lease every lease/3 until cancelled."""

@@ -157,7 +157,9 @@ def _successors(
                 if online:
                     out.append(_write(state, p, counts[p] - 1, k, fault))
                 else:
-                    out.append((_put(counts, p, counts[p] - 1), stored, checks, phase, dropped, log))
+                    out.append(
+                        (_put(counts, p, counts[p] - 1), stored, checks, phase, dropped, log)
+                    )
             if not online:
                 continue
             for n in range(1, weight + 1):
@@ -176,7 +178,14 @@ def _successors(
             value = counts[p] if slot == p else (stored[slot] or 0)
             step = protocol.Check(n, slot, view).read(value)
             out.append(
-                (counts, stored, _put(checks, p, (n, step.next_slot, step.view)), phase, dropped, log)
+                (
+                    counts,
+                    stored,
+                    _put(checks, p, (n, step.next_slot, step.view)),
+                    phase,
+                    dropped,
+                    log,
+                )
             )
         elif protocol.admits_check_then_write(view, n, cap):  # admit and write
             admitted = _write(state, p, counts[p] + n, k, fault)
