@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Final
 
@@ -217,3 +218,109 @@ def leftovers() -> list[str]:
             names = [w.split("@")[0] for w in words]
             found += [n for n in names if n.startswith(PREFIX) and n[len(PREFIX) :][:1].isdigit()]
     return sorted(set(found))
+
+
+class SentinelRedis:
+    """A primary, one replica and one Sentinel on loopback; `failover()` forces a promotion.
+
+    The nodes reach Redis through the Sentinel (`--store-sentinel MASTER`), so
+    after the failover they follow the promoted replica (FAULT-RUN-2).
+    """
+
+    MASTER: Final = "queueref-faults"
+
+    def __init__(self) -> None:
+        self.binary = require("redis-server", "redis-server")
+        self.sentinel_binary = require("redis-sentinel", "redis-sentinel")
+        self.ports = [free_port(), free_port()]
+        self.sentinel_port = free_port()
+        self._dir = tempfile.TemporaryDirectory(prefix="queueref-sentinel-")
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def url(self) -> str:
+        return f"redis://{LOOPBACK}:{self.sentinel_port}/0"
+
+    def _spawn(self, args: list[str]) -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self._dir.name
+        )
+        self.processes.append(process)
+        return process
+
+    def start(self) -> None:
+        import redis
+
+        for index, port in enumerate(self.ports):
+            folder = Path(self._dir.name) / f"redis-{index}"
+            folder.mkdir()
+            args = [self.binary, "--bind", LOOPBACK, "--port", str(port), "--save", "",
+                    "--appendonly", "no", "--dir", str(folder)]  # fmt: skip
+            if index == 1:
+                args += ["--replicaof", LOOPBACK, str(self.ports[0])]
+            _wait_for_redis(LOOPBACK, port, self._spawn(args))
+        replica = redis.Redis(host=LOOPBACK, port=self.ports[1], socket_timeout=1)
+        try:
+            _until(lambda: replica.info("replication").get("master_link_status") == "up")
+        finally:
+            replica.close()
+        config = Path(self._dir.name) / "sentinel.conf"
+        config.write_text(
+            f"port {self.sentinel_port}\nbind {LOOPBACK}\ndir {self._dir.name}\n"
+            f"sentinel monitor {self.MASTER} {LOOPBACK} {self.ports[0]} 1\n"
+            f"sentinel down-after-milliseconds {self.MASTER} 1000\n"
+            f"sentinel failover-timeout {self.MASTER} 5000\n"
+        )
+        _wait_for_redis(
+            LOOPBACK, self.sentinel_port, self._spawn([self.sentinel_binary, str(config)])
+        )
+        sentinel = redis.Redis(host=LOOPBACK, port=self.sentinel_port, socket_timeout=1)
+        try:
+            _until(lambda: len(sentinel.execute_command("SENTINEL", "REPLICAS", self.MASTER)) == 1)
+        finally:
+            sentinel.close()
+
+    def primary_port(self) -> int:
+        import redis
+
+        sentinel = redis.Redis(host=LOOPBACK, port=self.sentinel_port, socket_timeout=1)
+        try:
+            _, port = sentinel.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.MASTER)
+        finally:
+            sentinel.close()
+        return int(port)
+
+    def failover(self) -> None:
+        """SENTINEL FAILOVER, and wait until the replica is the primary Sentinel names."""
+        import redis
+
+        before = self.primary_port()
+        sentinel = redis.Redis(host=LOOPBACK, port=self.sentinel_port, socket_timeout=1)
+        try:
+            sentinel.execute_command("SENTINEL", "FAILOVER", self.MASTER)
+        finally:
+            sentinel.close()
+        _until(lambda: self.primary_port() != before)
+        promoted = redis.Redis(host=LOOPBACK, port=self.primary_port(), socket_timeout=1)
+        try:
+            _until(lambda: promoted.info("replication").get("role") == "master")
+        finally:
+            promoted.close()
+
+    def close(self) -> None:
+        for process in reversed(self.processes):
+            _stop(process)
+        self.processes = []
+        self._dir.cleanup()
+
+
+def _until(condition: Callable[[], bool], seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if condition():
+                return
+        except Exception:  # not answering yet
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"timed out after {seconds:g} s waiting for Redis or Sentinel")

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from queueref.events import AdmissionEvent
-from queueref.fault_parts import NetnsRedis, ServeNode
+from queueref.fault_parts import NetnsRedis, SentinelRedis, ServeNode
 from queueref.loadgen import run_builtin
 from queueref.models.store_faults import explore_fault
 from queueref.oracle.trace_check import (
@@ -40,6 +40,7 @@ from queueref.oracle.trace_check import (
     in_flight_requests,
     read_trace_folder,
 )
+from queueref.redis_connect import sync_client
 from queueref.redis_server import RedisServer
 from queueref.redis_store import StoreConfig, StoreProtocol
 
@@ -189,10 +190,8 @@ def recovered_within(
 class StorePoller:
     """Reads every count and heartbeat key every 50 ms in a thread; errors are skipped."""
 
-    def __init__(self, url: str, servers: int) -> None:
-        import redis
-
-        self._client = redis.Redis.from_url(url, socket_timeout=0.3, socket_connect_timeout=0.3)
+    def __init__(self, url: str, servers: int, sentinel_master: str | None = None) -> None:
+        self._client = sync_client(url, sentinel_master, 0.3)
         config = StoreConfig(url, DEPLOYMENT, servers, 0)
         self._keys = [config.count_key(i) for i in range(servers)] + [
             config.heartbeat_key(i) for i in range(servers)
@@ -249,6 +248,7 @@ def run_scenario(
     poll_url: str,
     workdir: Path,
     extra_args: tuple[str, ...] = (),
+    sentinel_master: str | None = None,
 ) -> Scenario:
     """Start the nodes, load them, run `inject` at `fault_at`, stop, and judge the trace."""
     began = time.monotonic()
@@ -267,7 +267,7 @@ def run_scenario(
             node.launch()  # both start at once: Python's start-up is most of the wait
         for node in nodes:
             node.wait_ready()
-        with StorePoller(poll_url, sizes.total) as poller:
+        with StorePoller(poll_url, sizes.total, sentinel_master) as poller:
 
             async def drive() -> int:
                 async def fault_later() -> None:
@@ -421,9 +421,31 @@ def pause(protocol: StoreProtocol, sizes: Sizes, workdir: Path) -> Scenario:
     return _on_loopback("pause", protocol, sizes, workdir, inject)
 
 
+def failover(protocol: StoreProtocol, sizes: Sizes, workdir: Path) -> Scenario:
+    """FAULT-RUN-2 failover: Sentinel promotes the replica; nodes WAIT for 1 replica."""
+    redis = SentinelRedis()
+    try:
+        redis.start()
+
+        def inject(nodes: list[ServeNode], clock: FaultClock) -> None:
+            clock.injected = time.monotonic()
+            redis.failover()
+            clock.healed = time.monotonic()
+
+        master = SentinelRedis.MASTER
+        return run_scenario(
+            "failover", protocol, sizes, inject=inject, urls=[redis.url] * sizes.nodes,
+            poll_url=redis.url, workdir=workdir, sentinel_master=master,
+            extra_args=("--store-sentinel", master, "--store-replicas", "1"),
+        )  # fmt: skip
+    finally:
+        redis.close()
+
+
 SCENARIOS: Final[dict[str, Callable[[StoreProtocol, Sizes, Path], Scenario]]] = {
     "partition": partition,
     "redis-restart": redis_restart,
+    "failover": failover,
     "node-kill": node_kill,
     "pause": pause,
 }

@@ -41,6 +41,8 @@ class NodeStore:
     protocol: StoreProtocol = StoreProtocol.SLOTS
     lease_ms: int = 3000
     failure: StoreFailurePolicy = StoreFailurePolicy.CLOSED
+    sentinel_master: str | None = None  # FAULT-SPEC-3: the URL names a Sentinel
+    replicas: int = 0  # FAULT-SPEC-3: WAIT for this many replicas after each write
 
     def config(self, local_index: int) -> StoreConfig:
         return StoreConfig(
@@ -51,6 +53,8 @@ class NodeStore:
             self.protocol,
             self.lease_ms,
             self.failure,
+            sentinel_master=self.sentinel_master,
+            replicas=self.replicas,
         )
 
     def __repr__(self) -> str:  # ADM-STORE-7: the password never shows
