@@ -31,6 +31,30 @@ PREFIX: Final = "qf"
 #: Redis's port inside the run's namespace (the namespace has its own ports).
 NETNS_PORT: Final = 6379
 
+#: Every process this module started, so a run can show none is left (FAULT-RUN-1).
+STARTED: list[subprocess.Popen[bytes]] = []
+
+
+def _popen(args: list[str], **options: object) -> subprocess.Popen[bytes]:
+    process: subprocess.Popen[bytes] = subprocess.Popen(args, **options)  # type: ignore[call-overload]
+    STARTED.append(process)
+    return process
+
+
+def still_running() -> list[int]:
+    """The pids of processes started here that still run, or whose process group still does."""
+    alive = []
+    for process in STARTED:
+        if process.poll() is None:
+            alive.append(process.pid)
+            continue
+        try:
+            os.killpg(process.pid, 0)  # a node's group: a worker outliving its parent
+        except (ProcessLookupError, PermissionError):
+            continue
+        alive.append(process.pid)
+    return alive
+
 
 def require(binary: str, package: str) -> str:
     """The path of `binary`, or a clear failure naming the Debian package (`make faults`)."""
@@ -116,7 +140,7 @@ class NetnsRedis:
             _run(*inside, "ip", "addr", "add", f"{self.address(link)}/30", "dev", peer)
             _run(*inside, "ip", "link", "set", peer, "up")
         binds = [self.address(link) for link in range(self.links)]
-        self.process = subprocess.Popen(
+        self.process = _popen(
             [*inside, self.binary, "--bind", *binds, "--port", str(NETNS_PORT), "--save", "",
              "--appendonly", "no", "--dir", self._dir.name, "--protected-mode", "no"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -179,7 +203,7 @@ class ServeNode:
 
     def launch(self) -> None:
         """Start the node's processes (`wait_ready` then waits for its first line)."""
-        self.process = subprocess.Popen(
+        self.process = _popen(
             self.command,
             stdout=subprocess.PIPE,
             stderr=self._log,
@@ -242,7 +266,7 @@ class SentinelRedis:
         return f"redis://{LOOPBACK}:{self.sentinel_port}/0"
 
     def _spawn(self, args: list[str]) -> subprocess.Popen[bytes]:
-        process = subprocess.Popen(
+        process = _popen(
             args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self._dir.name
         )
         self.processes.append(process)
