@@ -41,19 +41,33 @@ def _popen(args: list[str], **options: object) -> subprocess.Popen[bytes]:
     return process
 
 
-def still_running() -> list[int]:
-    """The pids of processes started here that still run, or whose process group still does."""
-    alive = []
-    for process in STARTED:
-        if process.poll() is None:
-            alive.append(process.pid)
+def _live_members(pgid: int) -> list[int]:
+    """The processes of group `pgid` that are not zombies (a zombie runs nothing)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
             continue
         try:
-            os.killpg(process.pid, 0)  # a node's group: a worker outliving its parent
-        except (ProcessLookupError, PermissionError):
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
             continue
-        alive.append(process.pid)
-    return alive
+        state, _, group = stat.rsplit(")", 1)[1].split()[:3]
+        if int(group) == pgid and state != "Z":
+            members.append(int(entry))
+    return members
+
+
+def still_running(grace: float = 5.0) -> list[int]:
+    """The pids started here (or in their process groups) still running after `grace` s."""
+    deadline = time.monotonic() + grace
+    while True:
+        alive = sorted(
+            {pid for process in STARTED for pid in _live_members(process.pid)}
+            | {process.pid for process in STARTED if process.poll() is None}
+        )
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.1)
 
 
 def require(binary: str, package: str) -> str:
