@@ -19,6 +19,7 @@ from queueref.redis_store import (
     RedisAdmissionStore,
     StoreConfig,
     StoreCorruptError,
+    StoreFailurePolicy,
     StoreProtocol,
     StoreUnavailableError,
 )
@@ -49,7 +50,10 @@ def test_ADM_STORE_6_a_garbage_heartbeat_is_a_store_failure(
         made = {
             policy: [
                 RedisAdmissionStore(
-                    StoreConfig(server.url, policy, 2, i, protocol, failure=policy), 2
+                    StoreConfig(
+                        server.url, policy, 2, i, protocol, failure=StoreFailurePolicy(policy)
+                    ),
+                    2,
                 )
                 for i in range(2)
             ]

@@ -21,7 +21,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Final
+from typing import IO, Any, Final
 
 from queueref.redis_server import LOOPBACK, free_port
 
@@ -312,7 +312,7 @@ class SentinelRedis:
         _wait_for_redis(
             LOOPBACK, self.sentinel_port, self._spawn([self.sentinel_binary, str(config)])
         )
-        sentinel = redis.Redis(host=LOOPBACK, port=self.sentinel_port, socket_timeout=1)
+        sentinel: Any = redis.Redis(host=LOOPBACK, port=self.sentinel_port, socket_timeout=1)
         try:
             _until(lambda: len(sentinel.execute_command("SENTINEL", "REPLICAS", self.MASTER)) == 1)
         finally:
@@ -321,7 +321,7 @@ class SentinelRedis:
     def primary_port(self) -> int:
         import redis
 
-        sentinel = redis.Redis(host=LOOPBACK, port=self.sentinel_port, socket_timeout=1)
+        sentinel: Any = redis.Redis(host=LOOPBACK, port=self.sentinel_port, socket_timeout=1)
         try:
             _, port = sentinel.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.MASTER)
         finally:
@@ -333,7 +333,7 @@ class SentinelRedis:
         import redis
 
         before = self.primary_port()
-        sentinel = redis.Redis(host=LOOPBACK, port=self.sentinel_port, socket_timeout=1)
+        sentinel: Any = redis.Redis(host=LOOPBACK, port=self.sentinel_port, socket_timeout=1)
         try:
             sentinel.execute_command("SENTINEL", "FAILOVER", self.MASTER)
         finally:

@@ -275,8 +275,8 @@ def run_scenario(
                     await asyncio.to_thread(inject, nodes, clock)
 
                 loads = [run_builtin(n.url, sizes.concurrency, sizes.load_s) for n in nodes]
-                results = await asyncio.gather(fault_later(), *loads)
-                return sum(report.ok for report in results[1:])
+                _, *reports = await asyncio.gather(fault_later(), *loads)
+                return sum(report.ok for report in reports if report is not None)
 
             ok = asyncio.run(drive())
             # Let the last lease after the heal run out before the poller stops.

@@ -46,8 +46,9 @@ def async_client(url: str, sentinel_master: str | None, timeout_s: float) -> Any
     if sentinel_master is None:
         return redis.asyncio.Redis.from_url(url, **options)
     sentinels, target = _sentinel_parts(url)
-    sentinel = Sentinel(sentinels, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
-    return sentinel.master_for(sentinel_master, **target, **options)
+    make: Any = Sentinel  # redis-py's asyncio Sentinel is not annotated
+    found = make(sentinels, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+    return found.master_for(sentinel_master, **target, **options)
 
 
 def sync_client(url: str, sentinel_master: str | None, timeout_s: float) -> Any:
@@ -59,4 +60,5 @@ def sync_client(url: str, sentinel_master: str | None, timeout_s: float) -> Any:
     if sentinel_master is None:
         return redis.Redis.from_url(url, **options)
     sentinels, target = _sentinel_parts(url)
-    return Sentinel(sentinels, **options).master_for(sentinel_master, **target, **options)
+    sentinel: Any = Sentinel
+    return sentinel(sentinels, **options).master_for(sentinel_master, **target, **options)
