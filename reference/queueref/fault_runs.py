@@ -22,12 +22,13 @@ trace (`store_matches_trace`), because the trace files are only complete then.
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -77,6 +78,14 @@ class Sizes:
     fault_at: float = 1.5  # seconds into the load
     fault_for: float = 2.0  # a partition or pause twice the lease: the lease lapses
     load_s: float = 6.0
+    token_limit: int | None = None  # Mt through the store (the `tokens` scenario)
+    prompt_tokens: int = 1  # p: the words of the load's prompt
+
+    @property
+    def body(self) -> bytes:
+        """The load's request: one prompt of `prompt_tokens` words."""
+        prompt = " ".join(["token"] * self.prompt_tokens)
+        return json.dumps({"model": "queueref-simulated", "prompt": prompt}).encode()
 
     @property
     def total(self) -> int:
@@ -259,6 +268,8 @@ def run_scenario(
         "--service-time-ms", str(sizes.service_ms), "--store-protocol", protocol.value,
         "--deployment", DEPLOYMENT, *extra_args,
     ]  # fmt: skip
+    if sizes.token_limit is not None:
+        args += ["--max-num-queued-tokens", str(sizes.token_limit), "--token-rule", "ge"]
     nodes = [ServeNode(f"node-{i}", urls[i], trace, args) for i in range(sizes.nodes)]
     clock = FaultClock()
     ok = 0
@@ -274,7 +285,10 @@ def run_scenario(
                     await asyncio.sleep(sizes.fault_at)
                     await asyncio.to_thread(inject, nodes, clock)
 
-                loads = [run_builtin(n.url, sizes.concurrency, sizes.load_s) for n in nodes]
+                loads = [
+                    run_builtin(n.url, sizes.concurrency, sizes.load_s, body=sizes.body)
+                    for n in nodes
+                ]
                 _, *reports = await asyncio.gather(fault_later(), *loads)
                 return sum(report.ok for report in reports if report is not None)
 
@@ -308,7 +322,10 @@ def judge(
             )
     events.sort(key=lambda e: e.t)
     mode = "locked" if protocol is StoreProtocol.SCRIPT else "check-then-write"
-    report = check_admission_trace(events, sizes.total, sizes.cap, sizes.weight, mode=mode)
+    report = check_admission_trace(
+        events, sizes.total, sizes.cap, sizes.weight, mode=mode,
+        max_num_queued_tokens=sizes.token_limit, token_rule="ge",
+    )  # fmt: skip
     finishes = sum(e.event == "finish" for e in events)
     lost = max(0, ok - finishes) + report.still_in_flight
     overshoot = expected_overshoot(fault, protocol, sizes)
@@ -321,7 +338,11 @@ def judge(
         protocol=protocol.value,
         bound=report.bound,
         max_in_flight=report.max_in_flight,
-        within_bound=not report.violations and report.max_in_flight <= report.bound + overshoot,
+        within_bound=(
+            not report.violations
+            and report.max_in_flight <= report.bound + overshoot
+            and report.token_bound_holds
+        ),
         expected_overshoot=overshoot,
         records_lost=lost,
         recovered=recovered,
@@ -333,6 +354,12 @@ def judge(
             "violations": [str(v) for v in report.violations[:5]],
             "snapshots": len(snapshots),
             "fault_seconds": round(clock.healed - clock.injected, 2),
+            "max_queued_tokens": report.max_queued_tokens,
+            "token_bound": report.token_bound,
+            "prefills": report.counts.get("prefill_done", 0),
+            "token_rejections": sum(
+                e.event == "reject" and e.view is None and e.token_view is not None for e in events
+            ),
         },
     )
 
@@ -442,12 +469,24 @@ def failover(protocol: StoreProtocol, sizes: Sizes, workdir: Path) -> Scenario:
         redis.close()
 
 
+def tokens(protocol: StoreProtocol, sizes: Sizes, workdir: Path) -> Scenario:
+    """FAULT-TOK-1: the token limit through the store, every protocol; the merged trace's
+    queued tokens within OB-TOK-1 over N servers (one server's bound for the script)."""
+    sizes = replace(sizes, token_limit=8, prompt_tokens=4)
+
+    def inject(redis: RedisServer, nodes: list[ServeNode], clock: FaultClock) -> None:
+        clock.injected = clock.healed = time.monotonic()  # no fault: the store must agree
+
+    return _on_loopback("tokens", protocol, sizes, workdir, inject)
+
+
 SCENARIOS: Final[dict[str, Callable[[StoreProtocol, Sizes, Path], Scenario]]] = {
     "partition": partition,
     "redis-restart": redis_restart,
     "failover": failover,
     "node-kill": node_kill,
     "pause": pause,
+    "tokens": tokens,
 }
 
 

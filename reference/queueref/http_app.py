@@ -113,6 +113,8 @@ class CompletionApp:
 
     def global_queued_tokens(self) -> int:
         """The global queued prompt tokens from the shared counters (the own without them)."""
+        if self._store is not None:
+            return self._store.last_token_view  # the queued tokens the last check read
         if self._global is not None:
             return self._global.get_num_queued_tokens()
         return self._api.controller.read_queued_tokens()
@@ -232,7 +234,7 @@ class CompletionApp:
         try:
             # ADM-FRONT-1: check + registration in one synchronous step, with the real n.
             if self._store is not None:
-                ids = await self._store.admit(request_id, body.slots)
+                ids = await self._store.admit(request_id, body.slots, body.num_prompt_tokens)
             else:
                 ids = self._api.admit(request_id, body.slots, body.num_prompt_tokens)
         except AdmissionRejected as rejection:
@@ -252,10 +254,12 @@ class CompletionApp:
             done, _ = await asyncio.wait({gone}, timeout=prefill)
             if gone in done:
                 raise ClientGone  # E2E-SRV-6: abort at once, as vLLM cancels the handler
-            if self._store is None:  # the store counts no tokens: it caps requests only
+            if self._store is None:
                 for rid in ids:
                     self._api.prefill_done(rid)
                 self._mirror()
+            else:  # FAULT-TOK-1: the tokens leave the store's count
+                await self._store.prefill_done(request_id)
             done, _ = await asyncio.wait({gone}, timeout=hold - prefill)
             if gone in done:
                 raise ClientGone

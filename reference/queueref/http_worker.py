@@ -143,7 +143,14 @@ def _build(spec: ServerSpec, http: HttpConfig, record: Any) -> CompletionApp:
     }
     if http.store is not None:
         # ADM-STORE-8: admission through the store, under the global index base + local.
-        front = StoreFront(http.store, spec.index, spec.max_num_queued_reqs, record)
+        front = StoreFront(
+            http.store,
+            spec.index,
+            spec.max_num_queued_reqs,
+            record,
+            spec.max_num_queued_tokens,
+            spec.token_rule,
+        )
         return CompletionApp(spec.build(record=None), store=front, **common)
     api = spec.build(record=record)  # the one builder of a controller, token rule included
     if parse_protocol(spec.protocol) is Protocol.LOCAL:

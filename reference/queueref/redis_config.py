@@ -21,6 +21,7 @@ from queueref.redis_scripts import (
     count_key,
     heartbeat_key,
     key_prefix,
+    tokens_key,
 )
 from queueref.validators import is_int_at_least
 
@@ -117,6 +118,9 @@ class StoreConfig:
 
     def heartbeat_key(self, index: int) -> str:
         return heartbeat_key(self.deployment, index)
+
+    def tokens_key(self, index: int) -> str:
+        return tokens_key(self.deployment, index)
 
     @property
     def servers_key(self) -> str:

@@ -38,6 +38,7 @@ from typing import Any
 
 from queueref.admission import AdmissionRejected
 from queueref.models import protocol
+from queueref.models.protocol import TokenRule
 from queueref.redis_config import (
     StoreConfig,
     StoreFailurePolicy,
@@ -90,11 +91,17 @@ class StoreUnavailableError(AdmissionRejected):
 
 @dataclass(frozen=True)
 class StoreDecision:
-    """What one check decided: `view` is the global count it read (None when degraded)."""
+    """What one check decided: `view` is the global count it read (None when degraded).
+
+    With a token limit `token_view` is the global queued tokens it read (None when the
+    request limit rejected first, or degraded); `by_tokens` a rejection by the token limit.
+    """
 
     admitted: bool
     view: int | None
     degraded: bool = False
+    token_view: int | None = None
+    by_tokens: bool = False
 
 
 class RedisAdmissionStore:
@@ -106,14 +113,28 @@ class RedisAdmissionStore:
     . Every command goes through one lock.
     """
 
-    def __init__(self, config: StoreConfig, max_num_queued_reqs: int) -> None:
+    def __init__(
+        self,
+        config: StoreConfig,
+        max_num_queued_reqs: int,
+        max_num_queued_tokens: int | None = None,
+        token_rule: TokenRule | str = TokenRule.GE,
+    ) -> None:
         if not is_int_at_least(max_num_queued_reqs, 0):
             raise ValueError(
                 f"ADM-STORE-1: max_num_queued_reqs must be an int >= 0, got {max_num_queued_reqs!r}"
             )
+        if max_num_queued_tokens is not None and not is_int_at_least(max_num_queued_tokens, 0):
+            raise ValueError(
+                "FAULT-TOK-1: max_num_queued_tokens must be None or an int >= 0, "
+                f"got {max_num_queued_tokens!r}"
+            )
         self.config = config
         self.cap = max_num_queued_reqs
+        self.token_limit = max_num_queued_tokens
+        self.token_rule = TokenRule(token_rule)
         self.count = 0
+        self.tokens = 0  # the own queued prompt tokens (FAULT-TOK-1)
         self._lock = asyncio.Lock()
         # The optional [store] dependency, imported only when a store is used.
         self._client: Any = async_client(config.url, config.sentinel_master, config.timeout_s)
@@ -121,6 +142,11 @@ class RedisAdmissionStore:
         cfg = config
         self._count_keys = [cfg.count_key(i) for i in range(cfg.num_servers)]
         self._heartbeat_keys = [cfg.heartbeat_key(i) for i in range(cfg.num_servers)]
+        self._token_keys = (
+            [cfg.tokens_key(i) for i in range(cfg.num_servers)]
+            if self.token_limit is not None
+            else []
+        )
 
     def __repr__(self) -> str:
         return f"RedisAdmissionStore({self.config!r}, cap={self.cap})"
@@ -162,33 +188,51 @@ class RedisAdmissionStore:
         )
 
     async def read_view(self) -> int:
-        """One check's reads: the global count of the live servers.
+        """One check's reads: the global count of the live servers (see `read_views`)."""
+        return (await self.read_views())[0]
+
+    async def read_views(self) -> tuple[int, int | None]:
+        """One check's reads: the global count and queued tokens of the live servers.
 
         The own slot counts with this server's own count (it is frozen during
         the check, which holds the lock). Not serialised: `admit` holds the lock.
+        The tokens are None without a token limit; with one, each server's count
+        and tokens are read together, in one MGET (FAULT-TOK-1).
 
         :raises StoreError: unreachable, or a corrupt count
         """
         cfg = self.config
+        num = cfg.num_servers
+        tokens_on = self.token_limit is not None
         try:
-            check = protocol.Check(1)
+            check, token_check = protocol.Check(1), protocol.Check(1)
             if cfg.protocol is StoreProtocol.SNAPSHOT:
-                raw = await self._client.mget(self._count_keys + self._heartbeat_keys)
-                values = list(zip(raw[: cfg.num_servers], raw[cfg.num_servers :], strict=True))
-                for index, (count, heartbeat) in enumerate(values):
-                    check = check.read(self._slot_value(index, count, heartbeat))
+                raw = await self._client.mget(
+                    self._count_keys + self._heartbeat_keys + self._token_keys
+                )
+                rows = [(raw[i], raw[num + i], raw[2 * num + i] if tokens_on else None)
+                        for i in range(num)]  # fmt: skip
             else:
-                for index in range(cfg.num_servers):
+                rows = []
+                for index in range(num):
                     if index == cfg.server_index:
-                        check = check.read(self.count)
+                        rows.append((None, None, None))
                         continue
-                    count, heartbeat = await self._client.mget(
-                        self._count_keys[index], self._heartbeat_keys[index]
-                    )
-                    check = check.read(self._slot_value(index, count, heartbeat))
+                    keys = [self._count_keys[index], self._heartbeat_keys[index]]
+                    got = await self._client.mget(keys + self._token_keys[index : index + 1])
+                    rows.append((got[0], got[1], got[2] if tokens_on else None))
+            for index, (count, heartbeat, queued) in enumerate(rows):
+                check = check.read(self._slot_value(index, count, heartbeat))
+                token_check = token_check.read(self._tokens_value(index, queued, heartbeat))
         except Exception as error:
             raise self._unavailable(error) from None
-        return check.view
+        return check.view, token_check.view if tokens_on else None
+
+    def _tokens_value(self, index: int, queued: bytes | None, heartbeat: bytes | None) -> int:
+        if index == self.config.server_index:
+            return self.tokens
+        value = parse_count(queued)
+        return value if heartbeat_live(heartbeat) else 0
 
     def _slot_value(self, index: int, count: bytes | None, heartbeat: bytes | None) -> int:
         if index == self.config.server_index:
@@ -198,58 +242,75 @@ class RedisAdmissionStore:
         return value if heartbeat_live(heartbeat) else 0
 
     async def admit(
-        self, n: int = 1, on_decision: Callable[[bool, int | None], None] | None = None
+        self,
+        n: int = 1,
+        on_decision: Callable[[StoreDecision], None] | None = None,
+        tokens: int = 0,
     ) -> StoreDecision:
-        """Check and, if admitted, add `n` to the own count and write it.
+        """Check and, if admitted, add `n` (and `tokens`) to the own counts and write them.
 
-        Under the lock, so one check at a time per server: then
-        the records of real servers keep each protocol's bound.
-        When the store fails: `closed` raises `StoreUnavailableError`; `open`
-        decides against `fallback_cap` with the own count. `on_decision(admitted,
-        view)` runs right after the decision and before the own slot is written
-        (the stamp of an admission record, ADM-EV-3); with `script` decision and
-        write are one step, so it runs after both.
+        Under the lock, so one check at a time per server: then the records of
+        real servers keep each protocol's bound. The request limit decides
+        first; with a token limit, the token rule on the global queued tokens
+        then (FAULT-TOK-1). When the store fails: `closed` raises
+        `StoreUnavailableError`; `open` decides against `fallback_cap` (and
+        floor(Mt / N)) with the own counts. `on_decision(decision)` runs right
+        after the decision and before the own slot is written (the stamp of an
+        admission record, ADM-EV-3); with `script` decision and write are one
+        step, so it runs after both.
 
-        :raises ValueError: n is not an int >= 1
+        :raises ValueError: n is not an int >= 1, tokens not an int >= 0
         :raises StoreUnavailableError: the store failed and the policy is closed
         """
         if not is_int_at_least(n, 1):
             raise ValueError(f"ADM-STORE-1: n must be an int >= 1, got {n!r}")
+        if not is_int_at_least(tokens, 0):
+            raise ValueError(f"FAULT-TOK-1: tokens must be an int >= 0, got {tokens!r}")
         # ADM-STORE-2: one check at a time per server; ADM-STORE-3 rests on it.
         async with self._lock:
             try:
                 if self.config.protocol is StoreProtocol.SCRIPT:
-                    # The script decides and writes the own count in one atomic step.
-                    admitted, view = await self._run_script(n)
+                    # The script decides and writes the own counts in one atomic step.
+                    decision = await self._run_script(n, tokens)
                 else:
-                    view = await self.read_view()
-                    admitted = protocol.admits_check_then_write(view, n, self.cap)
+                    decision = self._decide(n, tokens, *await self.read_views())
             except StoreError:
-                decision = self._degraded(n)
+                decision = self._degraded(n, tokens)
                 if on_decision is not None:
-                    on_decision(decision.admitted, None)
+                    on_decision(decision)
                 return decision
             if on_decision is not None:
-                on_decision(admitted, view)
-            if admitted:
+                on_decision(decision)
+            if decision.admitted:
                 self.count += n
+                self.tokens += tokens
                 if self.config.protocol is not StoreProtocol.SCRIPT:
                     # A failed write is retried, absolute, at the next write or heartbeat.
                     with contextlib.suppress(StoreError):
                         await self._write_locked()
-            return StoreDecision(admitted, view)
+            return decision
 
-    async def _run_script(self, n: int) -> tuple[bool, int]:
+    def _decide(self, n: int, tokens: int, view: int, token_view: int | None) -> StoreDecision:
+        if not protocol.admits_check_then_write(view, n, self.cap):
+            return StoreDecision(False, view)
+        if self.token_limit is None or token_view is None:
+            return StoreDecision(True, view)
+        fits = protocol.admits_tokens(self.token_rule, token_view, tokens, self.token_limit)
+        return StoreDecision(fits, view, token_view=token_view, by_tokens=not fits)
+
+    async def _run_script(self, n: int, tokens: int) -> StoreDecision:
         cfg = self.config
-        args = [cfg.num_servers, cfg.server_index, n, self.cap, self.count, cfg.lease_ms, MAX_COUNT]
-        keys = self._count_keys + self._heartbeat_keys
+        limit = -1 if self.token_limit is None else self.token_limit
+        args = [cfg.num_servers, cfg.server_index, n, self.cap, self.count, cfg.lease_ms,
+                MAX_COUNT, limit, tokens, self.tokens, self.token_rule.value]  # fmt: skip
+        keys = self._count_keys + self._heartbeat_keys + self._token_keys
         try:
             if cfg.replicas == 0:
-                admitted, view = await self._script(keys=keys, args=args)
+                admitted, view, token_view = await self._script(keys=keys, args=args)
             else:
                 async with self._client.pipeline(transaction=False) as pipe:
                     await self._script(keys=keys, args=args, client=pipe)
-                    (admitted, view), acked = await self._waited(pipe)
+                    (admitted, view, token_view), acked = await self._waited(pipe)
                 # A decision whose write may not survive a failover is not made (closed:
                 # 503); the store's higher count heals at the next heartbeat.
                 self._check_replicated(acked)
@@ -258,32 +319,59 @@ class RedisAdmissionStore:
         except Exception as error:
             if "QUEUEREF_CORRUPT" in str(error):
                 raise StoreCorruptError(
-                    "ADM-STORE-6: a count or heartbeat key is not an int in [0, MAX_COUNT]"
+                    "ADM-STORE-6: a count, heartbeat or tokens key is not an int in [0, MAX_COUNT]"
                 ) from None
             raise self._unavailable(error) from None
-        return bool(admitted), int(view)
+        if self.token_limit is None or int(admitted) == 0:
+            return StoreDecision(int(admitted) == 1, int(view))
+        by_tokens = int(admitted) == 2
+        return StoreDecision(
+            not by_tokens, int(view), token_view=int(token_view), by_tokens=by_tokens
+        )
 
-    def _degraded(self, n: int) -> StoreDecision:
-        # ADM-STORE-5: closed rejects (503); open admits against floor(M / N), own count only.
+    def _degraded(self, n: int, tokens: int) -> StoreDecision:
+        # ADM-STORE-5: closed rejects (503); open admits against floor(M / N) (and
+        # floor(Mt / N)), the own counts only.
         if self.config.failure is StoreFailurePolicy.CLOSED:
             raise StoreUnavailableError()
         admitted = protocol.admits_check_then_write(self.count, n, self.fallback_cap)
+        if admitted and self.token_limit is not None:
+            share = self.token_limit // self.config.num_servers
+            admitted = protocol.admits_tokens(self.token_rule, self.tokens, tokens, share)
         if admitted:
             self.count += n
+            self.tokens += tokens
         return StoreDecision(admitted, None, degraded=True)
 
-    async def release(self, n: int = 1, before_write: Callable[[], None] | None = None) -> None:
-        """A request of weight `n` finished or was aborted: write the smaller count.
+    async def release(
+        self, n: int = 1, before_write: Callable[[], None] | None = None, tokens: int = 0
+    ) -> None:
+        """A request of weight `n` (with `tokens` still queued) finished or was aborted:
+        write the smaller counts.
 
         A failing store leaves the write pending; it is retried (absolute) at
         the next write or heartbeat.
 
-        :raises ValueError: n is not an int in [1, count]
+        :raises ValueError: n is not an int in [1, count], tokens not in [0, own tokens]
         """
         if not is_int_at_least(n, 1) or n > self.count:
             raise ValueError(f"ADM-STORE-1: n must be an int in [1, {self.count}], got {n!r}")
+        await self.release_tokens(tokens, before_write, requests=n)
+
+    async def release_tokens(
+        self, tokens: int, before_write: Callable[[], None] | None = None, requests: int = 0
+    ) -> None:
+        """A prefill is done: `tokens` leave the own queued tokens, written (FAULT-TOK-1).
+
+        :raises ValueError: tokens is not an int in [0, own tokens]
+        """
+        if not is_int_at_least(tokens, 0) or tokens > self.tokens:
+            raise ValueError(
+                f"FAULT-TOK-1: tokens must be an int in [0, {self.tokens}], got {tokens!r}"
+            )
         async with self._lock:
-            self.count -= n
+            self.count -= requests
+            self.tokens -= tokens
             if before_write is not None:
                 before_write()  # the `t_before` stamp of a departure record (ADM-EV-5)
             with contextlib.suppress(StoreError):
@@ -301,16 +389,18 @@ class RedisAdmissionStore:
     async def _write_locked(self) -> None:
         cfg = self.config
         own = cfg.server_index
-        keys = (self._count_keys[own], self._heartbeat_keys[own])
+        keys = [self._count_keys[own], self._heartbeat_keys[own], *self._token_keys[own : own + 1]]
         try:
             if cfg.replicas == 0:
                 async with self._client.pipeline(transaction=True) as pipe:
                     pipe.set(keys[0], self.count)
                     pipe.set(keys[1], 1, px=cfg.lease_ms)
+                    if len(keys) == 3:
+                        pipe.set(keys[2], self.tokens)
                     await pipe.execute()
                 return
             async with self._client.pipeline(transaction=False) as pipe:
-                pipe.eval(WRITE_SCRIPT, 2, *keys, self.count, cfg.lease_ms)
+                pipe.eval(WRITE_SCRIPT, len(keys), *keys, self.count, cfg.lease_ms, self.tokens)
                 _, acked = await self._waited(pipe)
         except Exception as error:
             raise self._unavailable(error) from None

@@ -184,8 +184,6 @@ def _node_store(args: argparse.Namespace) -> NodeStore | None:
         raise ValueError(
             "--store runs check-then-write through the store: use --admission check-then-write"
         )
-    if args.max_num_queued_tokens is not None:
-        raise ValueError("--store shares the request cap only: drop --max-num-queued-tokens")
     base = allocate_node(
         args.store,
         args.deployment,
