@@ -1,4 +1,4 @@
-"""How a fault run is judged (FAULT-RUN-3, FAULT-RUN-4): on made-up traces and snapshots.
+"""How a fault run is judged (E2E-FAULT-3, E2E-FAULT-4): on made-up traces and snapshots.
 
 No process is started: each check is shown passing on a healthy run and
 failing on a broken one, for the reason it claims.
@@ -29,7 +29,7 @@ EVENTS = [
 
 
 def test_FAULT_RUN_4_the_store_matches_the_trace_only_when_it_shows_the_true_count() -> None:
-    """FAULT-RUN-4: at t = 3 server 0 holds 2 and server 1 holds 1: a snapshot showing
+    """E2E-FAULT-4: at t = 3 server 0 holds 2 and server 1 holds 1: a snapshot showing
     (2, 1) matches; a store that lost server 0's count (0, 1) -- Redis restarted empty and
     no heartbeat yet -- does not, nor one that still counts a finished request."""
     steps = true_counts(sorted(EVENTS, key=lambda e: e.t), 2)
@@ -42,7 +42,7 @@ def test_FAULT_RUN_4_the_store_matches_the_trace_only_when_it_shows_the_true_cou
 
 
 def test_FAULT_RUN_4_recovery_counts_only_snapshots_within_the_window() -> None:
-    """FAULT-RUN-4: recovered iff a matching snapshot was read within the window after the
+    """E2E-FAULT-4: recovered iff a matching snapshot was read within the window after the
     heal; a matching one before the heal, or after the window, does not count."""
     steps = true_counts(sorted(EVENTS, key=lambda e: e.t), 2)
     wrong = Snapshot(3.0, 3.01, (0, 0))
@@ -62,7 +62,7 @@ def _write(folder: Path, events: list[AdmissionEvent]) -> Path:
 
 
 def test_FAULT_RUN_3_records_lost_and_the_bound(tmp_path: Path) -> None:
-    """FAULT-RUN-3: a clean trace loses nothing and stays within the bound; a 200 answer
+    """E2E-FAULT-3: a clean trace loses nothing and stays within the bound; a 200 answer
     without a finish record and a request left in flight are lost records; more in flight
     than bound + expected overshoot is outside the bound."""
     sizes = Sizes(cap=1)
@@ -93,7 +93,7 @@ def test_FAULT_RUN_3_records_lost_and_the_bound(tmp_path: Path) -> None:
 
 
 def test_FAULT_RUN_3_a_killed_nodes_requests_end_at_the_kill(tmp_path: Path) -> None:
-    """FAULT-RUN-3: the requests of a node killed with -9 end at the kill (as the parent's
+    """E2E-FAULT-3: the requests of a node killed with -9 end at the kill (as the parent's
     reclaim records them): they are not lost records and do not count after it."""
     events = [
         AdmissionEvent(1.0, 0, "admit", "a", 1, view=0),

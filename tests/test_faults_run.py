@@ -1,4 +1,4 @@
-"""Faults with real parts: namespaces, Redis, Sentinel, serve nodes (FAULT-RUN-1, FAULT-RUN-2).
+"""Faults with real parts: namespaces, Redis, Sentinel, serve nodes (E2E-FAULT-1, E2E-FAULT-2).
 
 Marked `faults` (and `multiprocess`): `make faults` runs them as root, `make
 test` does not. Every test checks that nothing it started is left: no
@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.faults, pytest.mark.multiprocess]
 
 
 def test_FAULT_RUN_1_a_failed_run_leaves_no_namespace_or_process() -> None:
-    """FAULT-RUN-1: a namespace with Redis, partitioned, then an error: close() in the
+    """E2E-FAULT-1: a namespace with Redis, partitioned, then an error: close() in the
     finally leaves no namespace, link or process behind."""
     made = NetnsRedis(2)
     with pytest.raises(RuntimeError, match="in the middle"):
@@ -46,7 +46,7 @@ def test_FAULT_RUN_1_a_failed_run_leaves_no_namespace_or_process() -> None:
 
 
 def test_FAULT_RUN_2_kill_9_reaches_the_whole_node(tmp_path: Path) -> None:
-    """FAULT-RUN-2: SIGKILL of a node's process group kills the serve parent and its
+    """E2E-FAULT-2: SIGKILL of a node's process group kills the serve parent and its
     workers; nothing of the node is left."""
     server = RedisServer()
     server.start()
@@ -66,7 +66,7 @@ def test_FAULT_RUN_2_kill_9_reaches_the_whole_node(tmp_path: Path) -> None:
 
 
 def test_FAULT_RUN_2_sentinel_failover_promotes_the_replica() -> None:
-    """FAULT-RUN-2: a forced failover makes the replica the primary the Sentinel names,
+    """E2E-FAULT-2: a forced failover makes the replica the primary the Sentinel names,
     and a client through the Sentinel writes to it."""
     made = SentinelRedis()
     try:
@@ -85,7 +85,7 @@ def test_FAULT_RUN_2_sentinel_failover_promotes_the_replica() -> None:
 
 @pytest.mark.parametrize("fault", ["partition", "redis-restart"])
 def test_FAULT_RUN_3_one_fault_under_load(fault: str) -> None:
-    """FAULT-RUN-3: a partition and a restart under load (slots): within the bound plus the
+    """E2E-FAULT-3: a partition and a restart under load (slots): within the bound plus the
     model's overshoot, no record lost, the store recovered within one lease; nothing left."""
     scenario = run_fault(fault, StoreProtocol.SLOTS, Sizes(load_s=5.0))
     assert scenario.details["ok"] > 5 and scenario.details["rejected"] > 0, scenario

@@ -1,4 +1,4 @@
-"""Bad input and garbage in the store (ADM-STORE-6, ADM-STORE-8, FAULT-SPEC-3).
+"""Bad input and garbage in the store (ADM-STORE-6, ADM-STORE-8, ADM-FAULT-3).
 
 A real redis-server on loopback, started per test and stopped by its PID.
 """
@@ -107,7 +107,7 @@ def test_ADM_STORE_8_an_unreachable_store_at_start_up_is_one_line_without_the_pa
 
 
 def test_FAULT_SPEC_3_bad_sentinel_or_replica_options_name_the_problem() -> None:
-    """FAULT-SPEC-3: a bad Sentinel master name or replica count is a ValueError naming it."""
+    """ADM-FAULT-3: a bad Sentinel master name or replica count is a ValueError naming it."""
     with pytest.raises(ValueError, match="Sentinel master name"):
         StoreConfig("redis://127.0.0.1:1/0", "d", 1, 0, sentinel_master="no spaces")
     with pytest.raises(ValueError, match="replicas must be an int >= 0"):
@@ -117,7 +117,7 @@ def test_FAULT_SPEC_3_bad_sentinel_or_replica_options_name_the_problem() -> None
 
 
 def test_FAULT_SPEC_3_wait_without_a_replica_is_a_failed_write(server: RedisServer) -> None:
-    """FAULT-SPEC-3: with --store-replicas 1 and no replica, WAIT reaches 0 replicas: the
+    """ADM-FAULT-3: with --store-replicas 1 and no replica, WAIT reaches 0 replicas: the
     write counts as failed (heartbeat False), a script admission is refused (closed), and
     a slots admission is made but its write stays pending."""
 

@@ -5,8 +5,8 @@ every store protocol (slots, snapshot, script), `queueref.fault_runs` starts its
 own Redis (loopback; a network namespace of its own for the partition; a
 Sentinel with one replica for the failover), two `serve --store` nodes in
 their own process groups, a bounded load, the fault and its heal, and judges
-the merged trace (FAULT-RUN-1..4). It also measures what WAIT costs a write
-(FAULT-SPEC-3). Writes `build/faults-report.json`, prints one line per
+the merged trace (E2E-FAULT-1..4). It also measures what WAIT costs a write
+(ADM-FAULT-3). Writes `build/faults-report.json`, prints one line per
 scenario as it goes, and exits 1 when a scenario fails or anything it started
 (a process, a namespace, a link) is left behind. Needs root (namespaces).
 
@@ -34,7 +34,7 @@ from queueref.redis_store import RedisAdmissionStore, StoreConfig, StoreProtocol
 
 
 def wait_latency(writes: int = 200) -> dict[str, Any]:
-    """FAULT-SPEC-3: the time of one absolute write, without WAIT and with WAIT 1 (ms)."""
+    """ADM-FAULT-3: the time of one absolute write, without WAIT and with WAIT 1 (ms)."""
     redis = SentinelRedis()
     try:
         redis.start()

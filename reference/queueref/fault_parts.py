@@ -1,6 +1,6 @@
 """The real parts of a fault run: Redis in the run's own network namespace, serve nodes.
 
-Used by `queueref.fault_runs` (`make faults`, `specs/multi-node.md` FAULT-RUN-*).
+Used by `queueref.fault_runs` (`make faults`, `specs/multi-node.md` E2E-FAULT-*).
 Only loopback and the namespaces made here are ever addressed: `NetnsRedis`
 makes one namespace holding a redis-server and one veth pair per node, with
 link-local /30 subnets of its own; a partition takes one node's link down.
@@ -31,7 +31,7 @@ PREFIX: Final = "qf"
 #: Redis's port inside the run's namespace (the namespace has its own ports).
 NETNS_PORT: Final = 6379
 
-#: Every process this module started, so a run can show none is left (FAULT-RUN-1).
+#: Every process this module started, so a run can show none is left (E2E-FAULT-1).
 STARTED: list[subprocess.Popen[bytes]] = []
 
 
@@ -116,7 +116,7 @@ class NetnsRedis:
     """A redis-server alone in a network namespace this run made, one veth link per node.
 
     Node i reaches Redis at `url(i)` over its own link, so `cut(i)` partitions
-    node i alone while the others keep their store (FAULT-RUN-2).
+    node i alone while the others keep their store (E2E-FAULT-2).
     """
 
     def __init__(self, links: int) -> None:
@@ -247,7 +247,7 @@ class ServeNode:
 
 
 def leftovers() -> list[str]:
-    """The namespaces and links of fault runs still present (FAULT-RUN-1: none after a run)."""
+    """The namespaces and links of fault runs still present (E2E-FAULT-1: none after a run)."""
     found: list[str] = []
     for command in (["ip", "netns", "list"], ["ip", "-o", "link", "show"]):
         listing = subprocess.run(command, capture_output=True, text=True, timeout=20).stdout
@@ -262,7 +262,7 @@ class SentinelRedis:
     """A primary, one replica and one Sentinel on loopback; `failover()` forces a promotion.
 
     The nodes reach Redis through the Sentinel (`--store-sentinel MASTER`), so
-    after the failover they follow the promoted replica (FAULT-RUN-2).
+    after the failover they follow the promoted replica (E2E-FAULT-2).
     """
 
     MASTER: Final = "queueref-faults"

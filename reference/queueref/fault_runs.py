@@ -1,4 +1,4 @@
-"""One fault under load across `serve --store` nodes, measured (FAULT-RUN-1 .. FAULT-RUN-4).
+"""One fault under load across `serve --store` nodes, measured (E2E-FAULT-1 .. E2E-FAULT-4).
 
 Each scenario starts its own Redis (on loopback, or alone in a network
 namespace the run makes for a partition), two `serve --store` nodes in their
@@ -94,7 +94,7 @@ class Sizes:
 
 @dataclass
 class Scenario:
-    """One line of `build/faults-report.json` (FAULT-RUN-1)."""
+    """One line of `build/faults-report.json` (E2E-FAULT-1)."""
 
     name: str
     fault: str
@@ -129,16 +129,15 @@ def expected_overshoot(fault: str, protocol: StoreProtocol, sizes: Sizes) -> int
     """OB-FAULT-*: the model's worst real total over the bound, at the run's sizes."""
     if fault not in MODEL_FAULT:
         return 0
-    # failover: with WAIT, each server has at most one write not on the replica (k = N).
-    k = sizes.total if fault == "failover" else sizes.servers_per_node
-    row = explore_fault(
-        MODEL_FAULT[fault],
-        sizes.total,
-        sizes.cap,
-        sizes.weight,
-        k,
-        atomic=protocol is StoreProtocol.SCRIPT,
-    )
+    atomic = protocol is StoreProtocol.SCRIPT
+    sized = (sizes.total, sizes.cap, sizes.weight)
+    if fault == "failover":
+        # ADM-FAULT-3: with WAIT each server has at most one write not on the replica
+        # (k = N); OB-FAULT-3: a failover slower than the lease is a restart, too.
+        lost = explore_fault("failover", *sized, sizes.total, atomic=atomic)
+        empty = explore_fault("restart", *sized, atomic=atomic)
+        return max(lost.overshoot, empty.overshoot)
+    row = explore_fault(MODEL_FAULT[fault], *sized, sizes.servers_per_node, atomic=atomic)
     return row.overshoot
 
 
@@ -174,7 +173,7 @@ def _values_between(series: list[tuple[float, int]], start: float, end: float) -
 def store_matches_trace(
     snapshot: Snapshot, steps: list[list[tuple[float, int]]], slack: float
 ) -> bool:
-    """FAULT-RUN-4: each server's visible count is a value its true count took while read."""
+    """E2E-FAULT-4: each server's visible count is a value its true count took while read."""
     return all(
         visible in _values_between(series, snapshot.start - slack, snapshot.end + slack)
         for visible, series in zip(snapshot.visible, steps, strict=True)
@@ -188,7 +187,7 @@ def recovered_within(
     window: float,
     slack: float,
 ) -> bool:
-    """FAULT-RUN-4: a snapshot read in [healed, healed + window] shows every true count."""
+    """E2E-FAULT-4: a snapshot read in [healed, healed + window] shows every true count."""
     return any(
         store_matches_trace(s, steps, slack)
         for s in snapshots
@@ -369,7 +368,7 @@ def judge(
 
 
 def partition(protocol: StoreProtocol, sizes: Sizes, workdir: Path) -> Scenario:
-    """FAULT-RUN-2 partition: node 0's link to Redis down for `fault_for`, node 0 serving."""
+    """E2E-FAULT-2 partition: node 0's link to Redis down for `fault_for`, node 0 serving."""
     redis = NetnsRedis(sizes.nodes)
     try:
         redis.start()
@@ -412,7 +411,7 @@ def _on_loopback(
 
 
 def redis_restart(protocol: StoreProtocol, sizes: Sizes, workdir: Path) -> Scenario:
-    """FAULT-RUN-2 redis-restart: Redis stopped and started again empty on its port."""
+    """E2E-FAULT-2 redis-restart: Redis stopped and started again empty on its port."""
 
     def inject(redis: RedisServer, nodes: list[ServeNode], clock: FaultClock) -> None:
         clock.injected = time.monotonic()
@@ -425,7 +424,7 @@ def redis_restart(protocol: StoreProtocol, sizes: Sizes, workdir: Path) -> Scena
 
 
 def node_kill(protocol: StoreProtocol, sizes: Sizes, workdir: Path) -> Scenario:
-    """FAULT-RUN-2 node-kill: kill -9 of node 0's whole process group, parent and workers."""
+    """E2E-FAULT-2 node-kill: kill -9 of node 0's whole process group, parent and workers."""
 
     def inject(redis: RedisServer, nodes: list[ServeNode], clock: FaultClock) -> None:
         clock.injected = clock.healed = time.monotonic()
@@ -436,7 +435,7 @@ def node_kill(protocol: StoreProtocol, sizes: Sizes, workdir: Path) -> Scenario:
 
 
 def pause(protocol: StoreProtocol, sizes: Sizes, workdir: Path) -> Scenario:
-    """FAULT-RUN-2 pause: SIGSTOP of node 0's whole group past its lease, then SIGCONT."""
+    """E2E-FAULT-2 pause: SIGSTOP of node 0's whole group past its lease, then SIGCONT."""
 
     def inject(redis: RedisServer, nodes: list[ServeNode], clock: FaultClock) -> None:
         clock.injected = time.monotonic()
@@ -449,7 +448,7 @@ def pause(protocol: StoreProtocol, sizes: Sizes, workdir: Path) -> Scenario:
 
 
 def failover(protocol: StoreProtocol, sizes: Sizes, workdir: Path) -> Scenario:
-    """FAULT-RUN-2 failover: Sentinel promotes the replica; nodes WAIT for 1 replica."""
+    """E2E-FAULT-2 failover: Sentinel promotes the replica; nodes WAIT for 1 replica."""
     redis = SentinelRedis()
     try:
         redis.start()
@@ -470,7 +469,7 @@ def failover(protocol: StoreProtocol, sizes: Sizes, workdir: Path) -> Scenario:
 
 
 def tokens(protocol: StoreProtocol, sizes: Sizes, workdir: Path) -> Scenario:
-    """FAULT-TOK-1: the token limit through the store, every protocol; the merged trace's
+    """ADM-STORE-10: the token limit through the store, every protocol; the merged trace's
     queued tokens within OB-TOK-1 over N servers (one server's bound for the script)."""
     sizes = replace(sizes, token_limit=8, prompt_tokens=4)
 

@@ -258,7 +258,7 @@ class CompletionApp:
                 for rid in ids:
                     self._api.prefill_done(rid)
                 self._mirror()
-            else:  # FAULT-TOK-1: the tokens leave the store's count
+            else:  # ADM-STORE-10: the tokens leave the store's count
                 await self._store.prefill_done(request_id)
             done, _ = await asyncio.wait({gone}, timeout=hold - prefill)
             if gone in done:

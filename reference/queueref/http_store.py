@@ -43,8 +43,8 @@ class NodeStore:
     protocol: StoreProtocol = StoreProtocol.SLOTS
     lease_ms: int = 3000
     failure: StoreFailurePolicy = StoreFailurePolicy.CLOSED
-    sentinel_master: str | None = None  # FAULT-SPEC-3: the URL names a Sentinel
-    replicas: int = 0  # FAULT-SPEC-3: WAIT for this many replicas after each write
+    sentinel_master: str | None = None  # ADM-FAULT-3: the URL names a Sentinel
+    replicas: int = 0  # ADM-FAULT-3: WAIT for this many replicas after each write
 
     def config(self, local_index: int) -> StoreConfig:
         return StoreConfig(
@@ -80,7 +80,7 @@ class StoreFront:
     """One server's admission through the store, recording every decision (ADM-EV-3).
 
     With a token limit the request's prompt tokens go through the store too
-    (FAULT-TOK-1): admitted with the request, out at its prefill or its end,
+    (ADM-STORE-10): admitted with the request, out at its prefill or its end,
     recorded as the local front records them (`tokens`, `token_view`,
     `prefill_done`), so `check-trace --max-num-queued-tokens` judges the merged trace.
     """

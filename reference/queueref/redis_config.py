@@ -74,9 +74,9 @@ class StoreConfig:
     lease_ms: int = 3000
     failure: StoreFailurePolicy = StoreFailurePolicy.CLOSED
     timeout_s: float = 0.5
-    # FAULT-SPEC-3: the URL names a Sentinel that names the primary of this master.
+    # ADM-FAULT-3: the URL names a Sentinel that names the primary of this master.
     sentinel_master: str | None = None
-    # FAULT-SPEC-3: WAIT for this many replicas after every write; fewer is a failed write.
+    # ADM-FAULT-3: WAIT for this many replicas after every write; fewer is a failed write.
     replicas: int = 0
 
     def __post_init__(self) -> None:
@@ -107,7 +107,7 @@ class StoreConfig:
             str(self.sentinel_master)
         ):
             raise ValueError(
-                "FAULT-SPEC-3: the Sentinel master name must be 1-64 of A-Z a-z 0-9 _ . -, "
+                "ADM-FAULT-3: the Sentinel master name must be 1-64 of A-Z a-z 0-9 _ . -, "
                 f"got {self.sentinel_master!r}"
             )
         object.__setattr__(self, "protocol", StoreProtocol(self.protocol))

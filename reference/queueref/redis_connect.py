@@ -3,7 +3,7 @@
 With `sentinel_master` the URL names a Sentinel (`redis://[user:pw@]host:port/db`,
 the password being the data nodes'); every new connection asks it for the
 current primary, so after a failover the client follows the promoted replica
-(FAULT-SPEC-3). Models no vLLM file.
+(ADM-FAULT-3). Models no vLLM file.
 """
 
 from __future__ import annotations

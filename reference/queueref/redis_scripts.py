@@ -7,7 +7,7 @@ Redis Cluster slot):
 
 * `queueref:{D}:count:<i>`: server i's unfinished count, a decimal integer;
 * `queueref:{D}:hb:<i>`: its heartbeat, `1` with a lease (PX);
-* `queueref:{D}:tokens:<i>`: its queued prompt tokens, with a token limit (FAULT-TOK-1);
+* `queueref:{D}:tokens:<i>`: its queued prompt tokens, with a token limit (ADM-STORE-10);
 * `queueref:{D}:servers`: the deployment's server count N;
 * `queueref:{D}:nodes`, `queueref:{D}:next_base`: the nodes' slot ranges.
 
@@ -167,7 +167,7 @@ return {next_base, 1}
 """
 
 # A server's absolute write of its count and heartbeat, atomic like MULTI, for a
-# pipeline that ends with WAIT on the same connection (FAULT-SPEC-3).
+# pipeline that ends with WAIT on the same connection (ADM-FAULT-3).
 # KEYS: count:i, hb:i[, tokens:i]. ARGV: the count, the lease in ms[, the tokens].
 WRITE_SCRIPT: Final = """
 redis.call('SET', KEYS[1], ARGV[1])

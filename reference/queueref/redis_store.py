@@ -126,7 +126,7 @@ class RedisAdmissionStore:
             )
         if max_num_queued_tokens is not None and not is_int_at_least(max_num_queued_tokens, 0):
             raise ValueError(
-                "FAULT-TOK-1: max_num_queued_tokens must be None or an int >= 0, "
+                "ADM-STORE-10: max_num_queued_tokens must be None or an int >= 0, "
                 f"got {max_num_queued_tokens!r}"
             )
         self.config = config
@@ -134,7 +134,7 @@ class RedisAdmissionStore:
         self.token_limit = max_num_queued_tokens
         self.token_rule = TokenRule(token_rule)
         self.count = 0
-        self.tokens = 0  # the own queued prompt tokens (FAULT-TOK-1)
+        self.tokens = 0  # the own queued prompt tokens (ADM-STORE-10)
         self._lock = asyncio.Lock()
         # The optional [store] dependency, imported only when a store is used.
         self._client: Any = async_client(config.url, config.sentinel_master, config.timeout_s)
@@ -197,7 +197,7 @@ class RedisAdmissionStore:
         The own slot counts with this server's own count (it is frozen during
         the check, which holds the lock). Not serialised: `admit` holds the lock.
         The tokens are None without a token limit; with one, each server's count
-        and tokens are read together, in one MGET (FAULT-TOK-1).
+        and tokens are read together, in one MGET (ADM-STORE-10).
 
         :raises StoreError: unreachable, or a corrupt count
         """
@@ -252,7 +252,7 @@ class RedisAdmissionStore:
         Under the lock, so one check at a time per server: then the records of
         real servers keep each protocol's bound. The request limit decides
         first; with a token limit, the token rule on the global queued tokens
-        then (FAULT-TOK-1). When the store fails: `closed` raises
+        then (ADM-STORE-10). When the store fails: `closed` raises
         `StoreUnavailableError`; `open` decides against `fallback_cap` (and
         floor(Mt / N)) with the own counts. `on_decision(decision)` runs right
         after the decision and before the own slot is written (the stamp of an
@@ -265,7 +265,7 @@ class RedisAdmissionStore:
         if not is_int_at_least(n, 1):
             raise ValueError(f"ADM-STORE-1: n must be an int >= 1, got {n!r}")
         if not is_int_at_least(tokens, 0):
-            raise ValueError(f"FAULT-TOK-1: tokens must be an int >= 0, got {tokens!r}")
+            raise ValueError(f"ADM-STORE-10: tokens must be an int >= 0, got {tokens!r}")
         # ADM-STORE-2: one check at a time per server; ADM-STORE-3 rests on it.
         async with self._lock:
             try:
@@ -361,13 +361,13 @@ class RedisAdmissionStore:
     async def release_tokens(
         self, tokens: int, before_write: Callable[[], None] | None = None, requests: int = 0
     ) -> None:
-        """A prefill is done: `tokens` leave the own queued tokens, written (FAULT-TOK-1).
+        """A prefill is done: `tokens` leave the own queued tokens, written (ADM-STORE-10).
 
         :raises ValueError: tokens is not an int in [0, own tokens]
         """
         if not is_int_at_least(tokens, 0) or tokens > self.tokens:
             raise ValueError(
-                f"FAULT-TOK-1: tokens must be an int in [0, {self.tokens}], got {tokens!r}"
+                f"ADM-STORE-10: tokens must be an int in [0, {self.tokens}], got {tokens!r}"
             )
         async with self._lock:
             self.count -= requests
@@ -414,10 +414,10 @@ class RedisAdmissionStore:
         return answer, int(acked)
 
     def _check_replicated(self, acked: int) -> None:
-        # FAULT-SPEC-3: a write on fewer replicas than asked may be lost in a failover.
+        # ADM-FAULT-3: a write on fewer replicas than asked may be lost in a failover.
         if acked < self.config.replicas:
             raise StoreError(
-                f"FAULT-SPEC-3: a write reached {acked} of {self.config.replicas} replica(s)"
+                f"ADM-FAULT-3: a write reached {acked} of {self.config.replicas} replica(s)"
             )
 
     async def run_heartbeats(self) -> None:
