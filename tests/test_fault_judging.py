@@ -28,7 +28,7 @@ EVENTS = [
 ]
 
 
-def test_FAULT_RUN_4_the_store_matches_the_trace_only_when_it_shows_the_true_count() -> None:
+def test_E2E_FAULT_4_the_store_matches_the_trace_only_when_it_shows_the_true_count() -> None:
     """E2E-FAULT-4: at t = 3 server 0 holds 2 and server 1 holds 1: a snapshot showing
     (2, 1) matches; a store that lost server 0's count (0, 1) -- Redis restarted empty and
     no heartbeat yet -- does not, nor one that still counts a finished request."""
@@ -41,7 +41,7 @@ def test_FAULT_RUN_4_the_store_matches_the_trace_only_when_it_shows_the_true_cou
     assert store_matches_trace(Snapshot(4.85, 4.95, (2, 1)), steps, 0.1)
 
 
-def test_FAULT_RUN_4_recovery_counts_only_snapshots_within_the_window() -> None:
+def test_E2E_FAULT_4_recovery_counts_only_snapshots_within_the_window() -> None:
     """E2E-FAULT-4: recovered iff a matching snapshot was read within the window after the
     heal; a matching one before the heal, or after the window, does not count."""
     steps = true_counts(sorted(EVENTS, key=lambda e: e.t), 2)
@@ -61,7 +61,7 @@ def _write(folder: Path, events: list[AdmissionEvent]) -> Path:
     return folder
 
 
-def test_FAULT_RUN_3_records_lost_and_the_bound(tmp_path: Path) -> None:
+def test_E2E_FAULT_3_records_lost_and_the_bound(tmp_path: Path) -> None:
     """E2E-FAULT-3: a clean trace loses nothing and stays within the bound; a 200 answer
     without a finish record and a request left in flight are lost records; more in flight
     than bound + expected overshoot is outside the bound."""
@@ -92,7 +92,7 @@ def test_FAULT_RUN_3_records_lost_and_the_bound(tmp_path: Path) -> None:
     assert not broken.within_bound and not broken.passed
 
 
-def test_FAULT_RUN_3_a_killed_nodes_requests_end_at_the_kill(tmp_path: Path) -> None:
+def test_E2E_FAULT_3_a_killed_nodes_requests_end_at_the_kill(tmp_path: Path) -> None:
     """E2E-FAULT-3: the requests of a node killed with -9 end at the kill (as the parent's
     reclaim records them): they are not lost records and do not count after it."""
     events = [

@@ -1,6 +1,6 @@
 """The real parts of a fault run: Redis in the run's own network namespace, serve nodes.
 
-Used by `queueref.fault_runs` (`make faults`, `specs/multi-node.md` E2E-FAULT-*).
+Used by `queueref.fault_runs` (`make faults`, `specs/multi-node.md` E2E-FAULT-1 .. E2E-FAULT-4).
 Only loopback and the namespaces made here are ever addressed: `NetnsRedis`
 makes one namespace holding a redis-server and one veth pair per node, with
 link-local /30 subnets of its own; a partition takes one node's link down.

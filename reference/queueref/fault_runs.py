@@ -9,7 +9,7 @@ and heals it, stops everything and judges the merged trace of every server:
   protocol's bound over all N servers (ADM-STORE-3);
 * `expected_overshoot`: how far the fault may push the real count over that
   bound, from the exhaustive model `queueref.models.store_faults` at the
-  run's sizes (OB-FAULT-*), never from the run;
+  run's sizes (OB-FAULT-1 .. OB-FAULT-5), never from the run;
 * `records_lost`: 200 answers without a finish record, plus requests still
   in flight in the trace of a node that was not killed;
 * `recovered`: the store showed every server's true count (from the trace)
@@ -126,14 +126,14 @@ class Snapshot:
 
 
 def expected_overshoot(fault: str, protocol: StoreProtocol, sizes: Sizes) -> int:
-    """OB-FAULT-*: the model's worst real total over the bound, at the run's sizes."""
+    """OB-FAULT-1 .. OB-FAULT-5: the model's worst real total over the bound, at the run's sizes."""
     if fault not in MODEL_FAULT:
         return 0
     atomic = protocol is StoreProtocol.SCRIPT
     sized = (sizes.total, sizes.cap, sizes.weight)
     if fault == "failover":
         # ADM-FAULT-3: with WAIT each server has at most one write not on the replica
-        # (k = N); OB-FAULT-3: a failover slower than the lease is a restart, too.
+        # (k = N); ADM-FAULT-2, OB-FAULT-3: a failover slower than the lease is a restart.
         lost = explore_fault("failover", *sized, sizes.total, atomic=atomic)
         empty = explore_fault("restart", *sized, atomic=atomic)
         return max(lost.overshoot, empty.overshoot)
@@ -310,7 +310,11 @@ def judge(
     ok: int,
     began: float,
 ) -> Scenario:
-    """The scenario's line: the merged trace checked, records counted, recovery judged."""
+    """The scenario's line: the merged trace checked, records counted, recovery judged.
+
+    E2E-FAULT-3: no forbidden decision, within the bound plus the model's overshoot, no
+    record lost; E2E-FAULT-4: the store showed the true counts within one lease of the heal.
+    """
     events = read_trace_folder(trace, sizes.total).events
     # A node killed with -9 wrote no departure: its requests ended when it died, as the
     # parent's reclaim records them for a dead server (E2E-SRV-7).

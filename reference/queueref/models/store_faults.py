@@ -79,7 +79,7 @@ class FaultRow:
 
     @property
     def holds(self) -> bool:
-        """OB-FAULT-*: real total <= bound + dropped in every reachable state."""
+        """OB-FAULT-1 .. OB-FAULT-5: real total <= bound + dropped in every reachable state."""
         return self.worst_excess <= self.bound
 
     @property
@@ -115,11 +115,12 @@ def _fault_starts(state: _State, fault: str, k: int) -> _State:
         # The cut servers' in-flight checks fail (closed: rejected); the leases lapse later.
         checks = tuple(None if i < k else c for i, c in enumerate(checks))
     elif fault == "kill":
-        # kill -9: the requests die with the server; its slot stays until its lease lapses.
+        # OB-FAULT-5: kill -9: the requests die with the server; its slot stays until its
+        # lease lapses.
         counts = tuple(0 if i < k else c for i, c in enumerate(counts))
         checks = tuple(None if i < k else c for i, c in enumerate(checks))
     elif fault == "pause":
-        pass  # a paused server keeps everything, its check too, and takes no step
+        pass  # OB-FAULT-4: a paused server keeps everything, its check too, takes no step
     elif fault == "restart":
         stored = (None,) * len(counts)
         checks = (None,) * len(counts)
