@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "reference"))
 
 from queueref.fault_parts import SentinelRedis, leftovers, still_running  # noqa: E402
-from queueref.fault_runs import FAULTS, run_fault  # noqa: E402
+from queueref.fault_runs import FAULTS, Sizes, run_fault  # noqa: E402
+from queueref.nodes_plot import NodesSeries, plot_nodes  # noqa: E402
 from queueref.redis_store import RedisAdmissionStore, StoreConfig, StoreProtocol  # noqa: E402
 
 
@@ -87,13 +88,19 @@ def main(argv: list[str] | None = None) -> int:
         print("faults: needs root (it makes network namespaces): run `make faults` as root",
               file=sys.stderr)  # fmt: skip
         return 2
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
     scenarios = []
     failed = False
+    plots = []
     for fault in faults:
+        series: list[NodesSeries] = []
         for protocol in protocols:
             scenario = run_fault(fault, protocol)
             scenarios.append(scenario.to_json())
+            if scenario.series is not None:
+                series.append(scenario.series)
             failed |= not scenario.passed
             print(
                 f"faults: {scenario.name:26} max {scenario.max_in_flight} bound {scenario.bound} "
@@ -103,6 +110,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"{scenario.seconds:.1f} s",
                 flush=True,
             )
+        # ADM-STORE-11: the global count per protocol, the fault marked on the time axis.
+        picture = out.parent / f"faults-{fault}.png"
+        title = f"{fault}: 2 serve --store nodes, one Redis, the global count per protocol"
+        if plot_nodes(series, Sizes().cap, title, picture):
+            plots.append(str(picture))
     latency = wait_latency()
     print(f"faults: one write {latency['replicas_0']} without WAIT, {latency['replicas_1']} "
           "with WAIT 1", flush=True)  # fmt: skip
@@ -111,10 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         "scenarios": scenarios,
         "wait_latency": latency,
         "left_behind": left,
+        "plots": plots,
         "seconds": round(time.monotonic() - began, 1),
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
     if left["processes"] or left["namespaces_and_links"]:
         print(f"faults: LEFT BEHIND {left}", file=sys.stderr)

@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -36,6 +36,7 @@ from queueref.events import AdmissionEvent
 from queueref.fault_parts import NetnsRedis, SentinelRedis, ServeNode
 from queueref.loadgen import run_builtin
 from queueref.models.store_faults import explore_fault
+from queueref.nodes_plot import NodesSeries
 from queueref.oracle.trace_check import (
     check_admission_trace,
     in_flight_requests,
@@ -107,9 +108,10 @@ class Scenario:
     recovered: bool
     seconds: float
     details: dict[str, Any] = field(default_factory=dict)
+    series: NodesSeries | None = field(default=None, repr=False)  # for the plot
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "series"}
 
     @property
     def passed(self) -> bool:
@@ -364,6 +366,13 @@ def judge(
                 e.event == "reject" and e.view is None and e.token_view is not None for e in events
             ),
         },
+        series=NodesSeries(
+            protocol.value,
+            events,
+            report.bound,
+            overshoot,
+            (fault, clock.injected, clock.healed) if fault != "tokens" else None,
+        ),
     )
 
 
