@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 import redis
 
-from queueref.fault_parts import NetnsRedis, SentinelRedis, ServeNode, leftovers, still_running
+from queueref.fault_parts import (
+    NetnsRedis,
+    SentinelRedis,
+    ServeNode,
+    leftovers,
+    ports_in_use,
+    still_running,
+)
 from queueref.fault_runs import Sizes, run_fault
 from queueref.redis_server import RedisServer
 from queueref.redis_store import StoreProtocol, allocate_node
@@ -93,4 +100,4 @@ def test_E2E_FAULT_3_one_fault_under_load(fault: str) -> None:
     scenario = run_fault(fault, StoreProtocol.SLOTS, Sizes(load_s=5.0))
     assert scenario.details["ok"] > 5 and scenario.details["rejected"] > 0, scenario
     assert scenario.passed, scenario
-    assert still_running() == [] and leftovers() == []
+    assert still_running() == [] and leftovers() == [] and ports_in_use() == []

@@ -36,6 +36,8 @@ def failover_worst(n: int, m: int, w: int, k: int, atomic: bool) -> int:
 
 
 SIZES = [(2, 1, 1), (2, 2, 1), (2, 3, 1), (2, 2, 2), (2, 3, 2), (3, 1, 1), (3, 2, 1)]
+# Without (3, 2, 1): half a million states for a restart, and no formula it would tell apart.
+SMALL = SIZES[:-1]
 
 
 @pytest.mark.parametrize("atomic", [False, True])
@@ -50,7 +52,7 @@ def test_OB_FAULT_1_partition_and_OB_FAULT_4_pause(n: int, m: int, w: int, atomi
 
 
 @pytest.mark.parametrize("atomic", [False, True])
-@pytest.mark.parametrize(("n", "m", "w"), SIZES)
+@pytest.mark.parametrize(("n", "m", "w"), SMALL)
 def test_OB_FAULT_2_restart_empty(n: int, m: int, w: int, atomic: bool) -> None:
     """OB-FAULT-2: Redis restarted empty: the worst total is the formula's, and it holds
     real total <= bound + dropped (dropped: every count at the restart)."""
@@ -73,7 +75,7 @@ def test_OB_FAULT_3_failover_with_k_lost_writes(
 
 
 @pytest.mark.parametrize("atomic", [False, True])
-@pytest.mark.parametrize(("n", "m", "w"), SIZES)
+@pytest.mark.parametrize(("n", "m", "w"), SMALL)
 def test_OB_FAULT_5_a_killed_node_never_overshoots(n: int, m: int, w: int, atomic: bool) -> None:
     """OB-FAULT-5: kill -9 of a node: its slot counts until its lease lapses, so the
     others only under-admit; the bound holds."""

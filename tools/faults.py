@@ -28,7 +28,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "reference"))
 
-from queueref.fault_parts import SentinelRedis, leftovers, still_running  # noqa: E402
+from queueref.fault_parts import (  # noqa: E402
+    SentinelRedis,
+    leftovers,
+    ports_in_use,
+    still_running,
+)
 from queueref.fault_runs import FAULTS, Sizes, run_fault  # noqa: E402
 from queueref.nodes_plot import NodesSeries, plot_nodes  # noqa: E402
 from queueref.redis_store import RedisAdmissionStore, StoreConfig, StoreProtocol  # noqa: E402
@@ -118,7 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     latency = wait_latency()
     print(f"faults: one write {latency['replicas_0']} without WAIT, {latency['replicas_1']} "
           "with WAIT 1", flush=True)  # fmt: skip
-    left = {"processes": still_running(), "namespaces_and_links": leftovers()}
+    left = {
+        "processes": still_running(),
+        "namespaces_and_links": leftovers(),
+        "ports": ports_in_use(),
+    }
     report = {
         "scenarios": scenarios,
         "wait_latency": latency,
@@ -127,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": round(time.monotonic() - began, 1),
     }
     out.write_text(json.dumps(report, indent=2) + "\n")
-    if left["processes"] or left["namespaces_and_links"]:
+    if any(left.values()):
         print(f"faults: LEFT BEHIND {left}", file=sys.stderr)
         failed = True
     verdict = "FAILED" if failed else "all within their bounds, recovered, no record lost"

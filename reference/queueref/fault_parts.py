@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,23 @@ NETNS_PORT: Final = 6379
 
 #: Every process this module started, so a run can show none is left (E2E-FAULT-1).
 STARTED: list[subprocess.Popen[bytes]] = []
+
+#: Every loopback port a node or a Redis of a fault run listened on (E2E-FAULT-1).
+PORTS: list[int] = []
+
+
+def ports_in_use() -> list[int]:
+    """The ports of `PORTS` something still listens on (none after a run)."""
+    busy = []
+    for port in sorted(set(PORTS)):
+        with socket.socket() as probe:
+            # A closed connection's TIME_WAIT is no listener: a server rebinds over it too.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((LOOPBACK, port))
+            except OSError:
+                busy.append(port)
+    return busy
 
 
 def _popen(args: list[str], **options: object) -> subprocess.Popen[bytes]:
@@ -203,6 +221,7 @@ class ServeNode:
     def __init__(self, name: str, url: str, trace_dir: Path, args: list[str]) -> None:
         self.name = name
         self.port = free_port()
+        PORTS.append(self.port)
         self.url = f"http://{LOOPBACK}:{self.port}/v1/completions"
         self._log: IO[bytes] = tempfile.TemporaryFile()
         self.command = [
@@ -272,6 +291,7 @@ class SentinelRedis:
         self.sentinel_binary = require("redis-sentinel", "redis-sentinel")
         self.ports = [free_port(), free_port()]
         self.sentinel_port = free_port()
+        PORTS.extend([*self.ports, self.sentinel_port])
         self._dir = tempfile.TemporaryDirectory(prefix="queueref-sentinel-")
         self.processes: list[subprocess.Popen[bytes]] = []
 
@@ -335,7 +355,8 @@ class SentinelRedis:
         before = self.primary_port()
         sentinel: Any = redis.Redis(host=LOOPBACK, port=self.sentinel_port, socket_timeout=1)
         try:
-            sentinel.execute_command("SENTINEL", "FAILOVER", self.MASTER)
+            # NOGOODSLAVE until the Sentinel has fresh news of the replica: ask again.
+            _until(lambda: sentinel.execute_command("SENTINEL", "FAILOVER", self.MASTER))
         finally:
             sentinel.close()
         _until(lambda: self.primary_port() != before)
