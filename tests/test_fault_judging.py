@@ -9,15 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from queueref.events import AdmissionEvent
-from queueref.fault_runs import (
+from queueref.fault_checks import (
     FaultClock,
-    Sizes,
     Snapshot,
-    judge,
+    fault_observed,
     recovered_within,
     store_matches_trace,
     true_counts,
 )
+from queueref.fault_runs import Sizes, judge
 from queueref.redis_store import StoreProtocol
 
 EVENTS = [
@@ -104,3 +104,24 @@ def test_E2E_FAULT_3_a_killed_nodes_requests_end_at_the_kill(tmp_path: Path) -> 
     scenario = judge("node-kill", StoreProtocol.SLOTS, Sizes(cap=2),
                      _write(tmp_path / "t", events), [], clock, ok=1, began=0.0)  # fmt: skip
     assert scenario.records_lost == 0 and scenario.max_in_flight == 2
+
+
+def test_E2E_FAULT_3_a_fault_counts_only_when_the_store_showed_it() -> None:
+    """E2E-FAULT-3: a partition is observed when server 0's slot read 0 during it while
+    server 0 held requests (its lease lapsed); a store that kept showing the count (the
+    link never went down) is no evidence. A kill is observed when the dead count still
+    counted after it; a failover when the Sentinel named another primary."""
+    steps = true_counts(sorted(EVENTS, key=lambda e: e.t), 2)
+    clock = FaultClock(injected=2.5, healed=4.0)
+    lapsed = [Snapshot(3.0, 3.01, (0, 1))]
+    kept = [Snapshot(3.0, 3.01, (2, 1))]
+    assert fault_observed("partition", lapsed, steps, clock, 0.05)
+    assert not fault_observed("partition", kept, steps, clock, 0.05)
+    assert not fault_observed("pause", [Snapshot(4.5, 4.51, (0, 1))], steps, clock, 0.05)
+    killed = FaultClock(injected=2.5, healed=2.5, killed=[0])
+    assert fault_observed("node-kill", kept, steps, killed, 0.05)
+    assert not fault_observed("node-kill", lapsed, steps, killed, 0.05)
+    assert fault_observed("redis-restart", lapsed, steps, killed, 0.05)
+    assert not fault_observed("redis-restart", kept, steps, killed, 0.05)
+    assert not fault_observed("failover", kept, steps, clock, 0.05)
+    assert fault_observed("failover", kept, steps, FaultClock(promoted=True), 0.05)

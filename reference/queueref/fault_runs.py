@@ -25,7 +25,6 @@ import asyncio
 import json
 import signal
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
@@ -33,6 +32,14 @@ from pathlib import Path
 from typing import Any, Final
 
 from queueref.events import AdmissionEvent
+from queueref.fault_checks import (
+    FaultClock,
+    Snapshot,
+    StorePoller,
+    fault_observed,
+    recovered_within,
+    true_counts,
+)
 from queueref.fault_parts import NetnsRedis, SentinelRedis, ServeNode
 from queueref.loadgen import run_builtin
 from queueref.models.store_faults import explore_fault
@@ -42,7 +49,6 @@ from queueref.oracle.trace_check import (
     in_flight_requests,
     read_trace_folder,
 )
-from queueref.redis_connect import sync_client
 from queueref.redis_server import RedisServer
 from queueref.redis_store import StoreConfig, StoreProtocol
 
@@ -115,16 +121,9 @@ class Scenario:
 
     @property
     def passed(self) -> bool:
-        return self.within_bound and self.records_lost == 0 and self.recovered
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """One read of every count and heartbeat key, between `start` and `end` (monotonic)."""
-
-    start: float
-    end: float
-    visible: tuple[int, ...]  # per server: its count if its lease is live, else 0
+        # E2E-FAULT-3: a fault the store never showed was not injected: no evidence.
+        observed = self.details.get("fault_observed", True)
+        return self.within_bound and self.records_lost == 0 and self.recovered and observed
 
 
 def expected_overshoot(fault: str, protocol: StoreProtocol, sizes: Sizes) -> int:
@@ -141,111 +140,6 @@ def expected_overshoot(fault: str, protocol: StoreProtocol, sizes: Sizes) -> int
         return max(lost.overshoot, empty.overshoot)
     row = explore_fault(MODEL_FAULT[fault], *sized, sizes.servers_per_node, atomic=atomic)
     return row.overshoot
-
-
-def true_counts(events: list[AdmissionEvent], servers: int) -> list[list[tuple[float, int]]]:
-    """Per server, its true count after each change: [(t, count)], starting at (-inf, 0)."""
-    deltas: list[list[tuple[float, int]]] = [[] for _ in range(servers)]
-    for event in events:
-        if event.event == "admit":
-            deltas[event.server].append((event.t, event.n))
-        elif event.event in ("finish", "abort"):
-            when = event.t_before if event.t_before is not None else event.t
-            deltas[event.server].append((when, -event.n))
-    steps: list[list[tuple[float, int]]] = []
-    for changes in deltas:
-        count, series = 0, [(float("-inf"), 0)]
-        for when, delta in sorted(changes):
-            count += delta
-            series.append((when, count))
-        steps.append(series)
-    return steps
-
-
-def _values_between(series: list[tuple[float, int]], start: float, end: float) -> set[int]:
-    values = {series[0][1]}
-    for when, count in series:
-        if when <= start:
-            values = {count}
-        elif when <= end:
-            values.add(count)
-    return values
-
-
-def store_matches_trace(
-    snapshot: Snapshot, steps: list[list[tuple[float, int]]], slack: float
-) -> bool:
-    """E2E-FAULT-4: each server's visible count is a value its true count took while read."""
-    return all(
-        visible in _values_between(series, snapshot.start - slack, snapshot.end + slack)
-        for visible, series in zip(snapshot.visible, steps, strict=True)
-    )
-
-
-def recovered_within(
-    snapshots: list[Snapshot],
-    steps: list[list[tuple[float, int]]],
-    healed: float,
-    window: float,
-    slack: float,
-) -> bool:
-    """E2E-FAULT-4: a snapshot read in [healed, healed + window] shows every true count."""
-    return any(
-        store_matches_trace(s, steps, slack)
-        for s in snapshots
-        if s.start >= healed and s.end <= healed + window
-    )
-
-
-class StorePoller:
-    """Reads every count and heartbeat key every 50 ms in a thread; errors are skipped."""
-
-    def __init__(self, url: str, servers: int, sentinel_master: str | None = None) -> None:
-        self._client = sync_client(url, sentinel_master, 0.3)
-        config = StoreConfig(url, DEPLOYMENT, servers, 0)
-        self._keys = [config.count_key(i) for i in range(servers)] + [
-            config.heartbeat_key(i) for i in range(servers)
-        ]
-        self.servers = servers
-        self.snapshots: list[Snapshot] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="store-poller", daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.05):
-            start = time.monotonic()
-            try:
-                raw = self._client.mget(self._keys)
-            except Exception:  # the store is down or cut: no snapshot
-                continue
-            end = time.monotonic()
-            counts, beats = raw[: self.servers], raw[self.servers :]
-            visible = tuple(
-                int(c) if c is not None and b is not None and c.isdigit() else 0
-                for c, b in zip(counts, beats, strict=True)
-            )
-            self.snapshots.append(Snapshot(start, end, visible))
-
-    def __enter__(self) -> StorePoller:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self._client.close()
-
-
-@dataclass
-class FaultClock:
-    """When the fault was injected and healed (monotonic), and which servers it killed."""
-
-    injected: float = 0.0
-    healed: float = 0.0
-    killed: list[int] = field(default_factory=list)
-
-
-Injector = Callable[[FaultClock], None]
 
 
 def run_scenario(
@@ -279,7 +173,7 @@ def run_scenario(
             node.launch()  # both start at once: Python's start-up is most of the wait
         for node in nodes:
             node.wait_ready()
-        with StorePoller(poll_url, sizes.total, sentinel_master) as poller:
+        with StorePoller(poll_url, DEPLOYMENT, sizes.total, sentinel_master) as poller:
 
             async def drive() -> int:
                 async def fault_later() -> None:
@@ -337,6 +231,7 @@ def judge(
     steps = true_counts(events, sizes.total)
     window = sizes.lease_s + WRITE_SLACK
     recovered = recovered_within(snapshots, steps, clock.healed, window, WRITE_SLACK)
+    observed = fault_observed(fault, snapshots, steps, clock, WRITE_SLACK)
     return Scenario(
         name=f"{fault}-{protocol.value}",
         fault=fault,
@@ -359,6 +254,7 @@ def judge(
             "violations": [str(v) for v in report.violations[:5]],
             "snapshots": len(snapshots),
             "fault_seconds": round(clock.healed - clock.injected, 2),
+            "fault_observed": observed,
             "max_queued_tokens": report.max_queued_tokens,
             "token_bound": report.token_bound,
             "prefills": report.counts.get("prefill_done", 0),
@@ -468,8 +364,10 @@ def failover(protocol: StoreProtocol, sizes: Sizes, workdir: Path) -> Scenario:
 
         def inject(nodes: list[ServeNode], clock: FaultClock) -> None:
             clock.injected = time.monotonic()
+            before = redis.primary_port()
             redis.failover()
             clock.healed = time.monotonic()
+            clock.promoted = redis.primary_port() != before
 
         master = SentinelRedis.MASTER
         return run_scenario(
