@@ -110,7 +110,8 @@ def test_E2E_FAULT_3_a_fault_counts_only_when_the_store_showed_it() -> None:
     """E2E-FAULT-3: a partition is observed when server 0's slot read 0 during it while
     server 0 held requests (its lease lapsed); a store that kept showing the count (the
     link never went down) is no evidence. A kill is observed when the dead count still
-    counted after it; a failover when the Sentinel named another primary."""
+    counted after it; a restart when the nodes' allocation was gone after it (Redis came
+    back empty); a failover when the Sentinel named another primary."""
     steps = true_counts(sorted(EVENTS, key=lambda e: e.t), 2)
     clock = FaultClock(injected=2.5, healed=4.0)
     lapsed = [Snapshot(3.0, 3.01, (0, 1))]
@@ -121,7 +122,8 @@ def test_E2E_FAULT_3_a_fault_counts_only_when_the_store_showed_it() -> None:
     killed = FaultClock(injected=2.5, healed=2.5, killed=[0])
     assert fault_observed("node-kill", kept, steps, killed, 0.05)
     assert not fault_observed("node-kill", lapsed, steps, killed, 0.05)
-    assert fault_observed("redis-restart", lapsed, steps, killed, 0.05)
+    empty = [Snapshot(3.0, 3.01, (2, 1), allocated=False)]
+    assert fault_observed("redis-restart", empty, steps, killed, 0.05)
     assert not fault_observed("redis-restart", kept, steps, killed, 0.05)
     assert not fault_observed("failover", kept, steps, clock, 0.05)
     assert fault_observed("failover", kept, steps, FaultClock(promoted=True), 0.05)

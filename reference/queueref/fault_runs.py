@@ -80,11 +80,11 @@ class Sizes:
     cap: int = 3
     weight: int = 1
     lease_s: float = 1.0
-    service_ms: float = 900.0
+    service_ms: float = 2000.0  # longer than the lease: requests outlive a lapse
     concurrency: int = 5  # per node: more than the cap, so the cap binds
-    fault_at: float = 1.5  # seconds into the load
+    fault_at: float = 2.0  # seconds into the load
     fault_for: float = 2.0  # a partition or pause twice the lease: the lease lapses
-    load_s: float = 6.0
+    load_s: float = 7.0
     token_limit: int | None = None  # Mt through the store (the `tokens` scenario)
     prompt_tokens: int = 1  # p: the words of the load's prompt
 

@@ -92,6 +92,15 @@ class CompletionApp:
         self.aborted = 0
         self.bad_requests = 0
 
+    async def startup(self) -> None:
+        """With a store: register and start the lease renewals (ADM-STORE-4)."""
+        if self._store is not None:
+            await self._store.start()
+
+    async def shutdown(self) -> None:
+        if self._store is not None:
+            await self._store.close()
+
     @property
     def api(self) -> APIServer:
         """The server's admission front."""
@@ -298,12 +307,10 @@ class CompletionApp:
             while True:
                 message = await receive()
                 if message["type"] == "lifespan.startup":
-                    if self._store is not None:
-                        await self._store.start()
+                    await self.startup()
                     await send({"type": "lifespan.startup.complete"})
                 elif message["type"] == "lifespan.shutdown":
-                    if self._store is not None:
-                        await self._store.close()
+                    await self.shutdown()
                     await send({"type": "lifespan.shutdown.complete"})
                     return
         if scope["type"] != "http":

@@ -11,6 +11,8 @@ into one trace (ADM-STORE-8).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ from queueref.redis_store import (
     RedisAdmissionStore,
     StoreConfig,
     StoreDecision,
+    StoreError,
     StoreFailurePolicy,
     StoreProtocol,
     redact_url,
@@ -107,11 +110,25 @@ class StoreFront:
         self._held: dict[str, tuple[int, int, set[str]]] = {}
         self.last_view = 0
         self.last_token_view = 0
+        self._heartbeats: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        await self.store.start()
+        """Register with the store and renew the lease every lease/3 (ADM-STORE-4).
+
+        A store that cannot be reached now is no reason not to serve (ADM-STORE-5):
+        the heartbeats write the count once it answers. A deployment with another
+        server count refuses this server (ValueError, ADM-STORE-7).
+        """
+        with contextlib.suppress(StoreError):
+            await self.store.start()
+        self._heartbeats = asyncio.create_task(self.store.run_heartbeats())
 
     async def close(self) -> None:
+        if self._heartbeats is not None:
+            self._heartbeats.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._heartbeats
+            self._heartbeats = None
         await self.store.close()
 
     def _emit(

@@ -203,6 +203,8 @@ def serve_process(spec: ServerSpec, http: HttpConfig) -> None:
                 await asyncio.sleep(HEARTBEAT_INTERVAL)
 
         async def main() -> None:
+            # uvicorn runs without lifespan events: the store's renewals start here.
+            await app.startup()
             task = asyncio.create_task(server.serve(sockets=[sock]))
             beat = asyncio.create_task(heartbeat())
             while not server.started and not task.done():
@@ -213,6 +215,7 @@ def serve_process(spec: ServerSpec, http: HttpConfig) -> None:
                 await task
             finally:
                 beat.cancel()
+                await app.shutdown()
 
         try:
             asyncio.run(main())
