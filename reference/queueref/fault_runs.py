@@ -41,7 +41,7 @@ from queueref.fault_checks import (
     true_counts,
 )
 from queueref.fault_parts import NetnsRedis, SentinelRedis, ServeNode
-from queueref.loadgen import run_builtin
+from queueref.loadgen import LoadReport, run_builtin
 from queueref.models.store_faults import explore_fault
 from queueref.nodes_plot import NodesSeries
 from queueref.oracle.trace_check import (
@@ -50,7 +50,7 @@ from queueref.oracle.trace_check import (
     read_trace_folder,
 )
 from queueref.redis_server import RedisServer
-from queueref.redis_store import StoreConfig, StoreProtocol
+from queueref.redis_store import StoreConfig, StoreProtocol, allocate_node
 
 #: The faults of `make faults`, in the report's order.
 FAULTS: Final = ("partition", "redis-restart", "failover", "node-kill", "pause", "tokens")
@@ -80,9 +80,10 @@ class Sizes:
     cap: int = 3
     weight: int = 1
     lease_s: float = 1.0
-    service_ms: float = 2000.0  # longer than the lease: requests outlive a lapse
+    service_ms: float = 3000.0  # 2.4-3.6 s: node 0's first requests outlive a lapse
     concurrency: int = 5  # per node: more than the cap, so the cap binds
-    fault_at: float = 2.0  # seconds into the load
+    fault_at: float = 1.0  # seconds into the load: node 0 holds the cap then
+    head_start: float = 0.3  # node 0's load starts first, so the fault hits a full node
     fault_for: float = 2.0  # a partition or pause twice the lease: the lease lapses
     load_s: float = 7.0
     token_limit: int | None = None  # Mt through the store (the `tokens` scenario)
@@ -166,6 +167,14 @@ def run_scenario(
     if sizes.token_limit is not None:
         args += ["--max-num-queued-tokens", str(sizes.token_limit), "--token-rule", "ge"]
     nodes = [ServeNode(f"node-{i}", urls[i], trace, args) for i in range(sizes.nodes)]
+    for index, node in enumerate(nodes):
+        # In order, before they start together: node i gets the servers from i * K (by name,
+        # ADM-STORE-8), so node 0 -- the one a fault hits -- holds servers 0 .. K-1.
+        base = allocate_node(
+            urls[index], DEPLOYMENT, node.name, sizes.servers_per_node, sizes.total,
+            sentinel_master=sentinel_master,
+        )  # fmt: skip
+        assert base == index * sizes.servers_per_node, (node.name, base)
     clock = FaultClock()
     ok = 0
     try:
@@ -180,10 +189,14 @@ def run_scenario(
                     await asyncio.sleep(sizes.fault_at)
                     await asyncio.to_thread(inject, nodes, clock)
 
-                loads = [
-                    run_builtin(n.url, sizes.concurrency, sizes.load_s, body=sizes.body)
-                    for n in nodes
-                ]
+                async def load(index: int, node: ServeNode) -> LoadReport:
+                    delay = index * sizes.head_start
+                    await asyncio.sleep(delay)
+                    return await run_builtin(
+                        node.url, sizes.concurrency, sizes.load_s - delay, body=sizes.body
+                    )
+
+                loads = [load(index, node) for index, node in enumerate(nodes)]
                 _, *reports = await asyncio.gather(fault_later(), *loads)
                 return sum(report.ok for report in reports if report is not None)
 
