@@ -125,6 +125,15 @@ class CompletionApp:
         self.aborted = 0
         self.bad_requests = 0
 
+    async def startup(self) -> None:
+        """With a store: register and start the lease renewals (ADM-STORE-4)."""
+        if self._store is not None:
+            await self._store.start()
+
+    async def shutdown(self) -> None:
+        if self._store is not None:
+            await self._store.close()
+
     @property
     def api(self) -> APIServer:
         """The server's admission front."""
@@ -146,6 +155,8 @@ class CompletionApp:
 
     def global_queued_tokens(self) -> int:
         """The global queued prompt tokens from the shared counters (the own without them)."""
+        if self._store is not None:
+            return self._store.last_token_view  # the queued tokens the last check read
         if self._global is not None:
             return self._global.get_num_queued_tokens()
         return self._api.controller.read_queued_tokens()
@@ -324,7 +335,7 @@ class CompletionApp:
         try:
             # ADM-FRONT-1: check + registration in one synchronous step, with the real n.
             if self._store is not None:
-                ids = await self._store.admit(request_id, body.slots)
+                ids = await self._store.admit(request_id, body.slots, body.num_prompt_tokens)
             else:
                 ids = self._api.admit(request_id, body.slots, body.num_prompt_tokens)
         except AdmissionRejected as rejection:
@@ -353,10 +364,12 @@ class CompletionApp:
             done, _ = await asyncio.wait({gone}, timeout=prefill)
             if gone in done:
                 raise ClientGone  # E2E-SRV-6: abort at once, as vLLM cancels the handler
-            if self._store is None:  # the store counts no tokens: it caps requests only
+            if self._store is None:
                 for rid in ids:
                     self._api.prefill_done(rid)
                 self._mirror()
+            else:  # ADM-STORE-10: the tokens leave the store's count
+                await self._store.prefill_done(request_id)
             done, _ = await asyncio.wait({gone}, timeout=hold - prefill)
             if gone in done:
                 raise ClientGone
@@ -438,12 +451,10 @@ class CompletionApp:
             while True:
                 message = await receive()
                 if message["type"] == "lifespan.startup":
-                    if self._store is not None:
-                        await self._store.start()
+                    await self.startup()
                     await send({"type": "lifespan.startup.complete"})
                 elif message["type"] == "lifespan.shutdown":
-                    if self._store is not None:
-                        await self._store.close()
+                    await self.shutdown()
                     await send({"type": "lifespan.shutdown.complete"})
                     return
         if scope["type"] != "http":
