@@ -1,0 +1,121 @@
+"""Seeded scenarios for the differential run: the events both sides are given.
+
+A scenario is a scheduler shape (policy, KV blocks, `max_num_seqs`, token
+budget) and a list of events, all drawn from `random.Random(seed)`, so a seed
+names a scenario everywhere (reports, tests). Events:
+
+* `Arrive(requests)`: new requests, with priorities 0-2 and arrival times drawn
+  from a few values (ties in `(priority, arrival_time)` are common); about one
+  in four has structured output and waits for its grammar.
+* `GrammarReady(request_id)`: the grammar of that request is compiled.
+* `Step(stop_draws)`: one `schedule()` and one `update_from_output`; each
+  scheduled request whose prompt is computed samples one token, EOS when its
+  draw is below `STOP_CHANCE` (a finish, FINISHED_STOPPED), else another token
+  (FINISHED_LENGTH_CAPPED at `max_tokens`).
+* `Abort(request_ids)`: `finish_requests(ids, FINISHED_ABORTED)`, ids of any
+  place (an unknown or finished id included now and then).
+
+Small KV pools (6-24 blocks of 4 tokens against prompts of up to 20 tokens
+and up to 16 outputs) make running requests preempt each other.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from vllm_side import SchedulerShape
+
+STOP_CHANCE = 0.15
+POLICIES = ("fcfs", "priority")
+
+
+@dataclass(frozen=True)
+class RequestSpec:
+    request_id: str
+    priority: int
+    arrival_time: float
+    num_prompt_tokens: int
+    max_tokens: int
+    structured: bool
+
+
+@dataclass(frozen=True)
+class Arrive:
+    requests: tuple[RequestSpec, ...]
+
+
+@dataclass(frozen=True)
+class GrammarReady:
+    request_id: str
+
+
+@dataclass(frozen=True)
+class Step:
+    # One draw per request id, looked up for the requests that sample a token.
+    stop_draws: tuple[tuple[str, float], ...]
+
+
+@dataclass(frozen=True)
+class Abort:
+    request_ids: tuple[str, ...]
+
+
+Event = Arrive | GrammarReady | Step | Abort
+
+
+@dataclass(frozen=True)
+class Scenario:
+    seed: int
+    shape: SchedulerShape
+    events: tuple[Event, ...]
+
+
+def scenario(seed: int, policy: str | None = None) -> Scenario:
+    """The scenario of `seed` (the policy drawn unless given)."""
+    rng = random.Random(seed)
+    shape = SchedulerShape(
+        policy=policy if policy is not None else rng.choice(POLICIES),
+        num_blocks=rng.randint(6, 24),
+        block_size=4,
+        max_num_seqs=rng.randint(1, 6),
+        max_num_batched_tokens=rng.choice((8, 12, 16, 24, 32, 64)),
+    )
+    events: list[Event] = []
+    ids: list[str] = []
+    structured: list[str] = []
+    for _ in range(rng.randint(12, 40)):
+        roll = rng.random()
+        if roll < 0.3 or not ids:
+            arrivals = []
+            for _ in range(rng.randint(1, 3)):
+                request_id = f"r{len(ids)}"
+                spec = RequestSpec(
+                    request_id=request_id,
+                    priority=rng.randint(0, 2),
+                    arrival_time=float(rng.randint(0, 4)),
+                    num_prompt_tokens=rng.randint(1, 20),
+                    max_tokens=rng.randint(1, 16),
+                    structured=rng.random() < 0.25,
+                )
+                ids.append(request_id)
+                if spec.structured:
+                    structured.append(request_id)
+                arrivals.append(spec)
+            events.append(Arrive(tuple(arrivals)))
+        elif roll < 0.4 and structured:
+            events.append(GrammarReady(structured.pop(rng.randrange(len(structured)))))
+        elif roll < 0.47:
+            chosen = rng.sample(ids, rng.randint(1, min(2, len(ids))))
+            if rng.random() < 0.1:
+                chosen.append("unknown")
+            events.append(Abort(tuple(chosen)))
+        else:
+            events.append(_step(rng, ids))
+    for _ in range(5):  # let the queues drain a little at the end
+        events.append(_step(rng, ids))
+    return Scenario(seed, shape, tuple(events))
+
+
+def _step(rng: random.Random, ids: list[str]) -> Step:
+    return Step(tuple((request_id, rng.random()) for request_id in ids))
