@@ -9,7 +9,7 @@ export HYPOTHESIS_PROFILE
 PYTEST_WORKERS ?= 2
 
 .PHONY: setup redis-server coq spin test soak lint types crosshair-queues generate proofs proofs-coq bound-table trace vectors bench mutation verify clean
-.PHONY: help
+.PHONY: help upstream
 
 $(STAMP): pyproject.toml
 	mkdir -p build
@@ -126,6 +126,12 @@ trace: setup
 ## bench: per-operation cost of the queues and of admission
 bench: setup spin
 	$(BIN)/python tools/bench.py
+
+## upstream: vLLM 0.30.0-0.33.0's own code under queueref's checks (downloads ~10 GB into a cache the first time)
+# The releases go into the cache QUEUEREF_VLLM_CACHE names (default ~/.cache/queueref/vllm), outside
+# the checkout, reused between runs; writes build/upstream-report.json.
+upstream:
+	nice -n 5 $(PY) tools/upstream.py
 
 ## verify: every check above, and the verification report
 verify: setup

@@ -361,6 +361,40 @@ def sweep(
     }
 
 
+# Planted divergences: (broken WaitingQueues of tests/waiting_variants.py, the layouts
+# it breaks, the fields the comparison must report). Run with contracts off
+# (python -O), so that the comparison, not a contract, has to catch each.
+VARIANTS: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = (
+    ("PreemptsToBack", ("vllm-0.30", "vllm-0.33"), frozenset({"waiting", "from_waiting"})),
+    ("WaitingFirst", ("vllm-0.30",), frozenset({"skipped_waiting", "waiting", "from_waiting"})),
+    ("SkippedFirstPriority", ("vllm-0.30",),
+     frozenset({"skipped_waiting", "waiting", "from_waiting"})),
+    ("PromotesWithoutAsking", ("vllm-0.30", "vllm-0.33"), frozenset({"statuses", "from_waiting"})),
+    ("EnqueueIgnoresBlocked", ("vllm-0.30",), frozenset({"skipped_waiting", "waiting"})),
+    ("ParksWithoutReversal", ("vllm-0.30",), frozenset({"skipped_waiting"})),
+    ("ForgetsToDefer", ("vllm-0.33",), frozenset({"deferred_waiting"})),
+    ("AbortMissesSkipped", ("vllm-0.30", "vllm-0.33"),
+     frozenset({"skipped_waiting", "kv_holding_waiting", "waiting"})),
+    ("FinishLosesRequest", ("vllm-0.30", "vllm-0.33"), frozenset({"finished"})),
+)
+# Planted divergences of the harness: the field each must be caught in.
+TAMPER_FIELDS = {"victim-first-running": "victims", "arrival-tie-broken": "waiting"}
+
+
+def planted(seeds: range, layout: str) -> dict[str, Any]:
+    """The baseline and every planted divergence that applies to `layout`, on `seeds`."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import waiting_variants
+
+    results = {"baseline": sweep(seeds, layout)}
+    for name, layouts, _ in VARIANTS:
+        if layout in layouts:
+            results[name] = sweep(seeds, layout, getattr(waiting_variants, name))
+    for tamper in TAMPERS:
+        results[tamper] = sweep(seeds, layout, tamper=tamper)
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenarios", type=int, default=1000)
@@ -368,20 +402,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--layout", choices=sorted(set(LAYOUT_OF_RELEASE.values())),
                         help="the WaitingQueues layout (default: the release's)")
-    parser.add_argument("--variant", help="a broken WaitingQueues of tests/waiting_variants.py")
-    parser.add_argument("--tamper", choices=TAMPERS, help="a planted divergence of the harness")
+    parser.add_argument("--planted", action="store_true",
+                        help="the baseline and every planted divergence (run under python -O)")
     args = parser.parse_args(argv)
     layout = args.layout or LAYOUT_OF_RELEASE[vllm_side.RELEASE]
-    factory: WaitingQueuesFactory = WaitingQueues
-    if args.variant:
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-        import waiting_variants
-
-        factory = getattr(waiting_variants, args.variant)
+    seeds = range(args.first_seed, args.first_seed + args.scenarios)
+    if args.planted:
+        with open(args.out, "w") as out:
+            json.dump(planted(seeds, layout), out, indent=2)
+        return 0
     print(f"upstream: vllm=={vllm_side.RELEASE} against WaitingQueues layout {layout!r}: "
           f"{args.scenarios} scenarios", flush=True)
-    entry = sweep(range(args.first_seed, args.first_seed + args.scenarios), layout, factory,
-                  args.tamper, progress=not (args.variant or args.tamper))
+    entry = sweep(seeds, layout, progress=True)
     with open(args.out, "w") as out:
         json.dump(entry, out, indent=2)
     for item in entry["first_differences"] + entry["first_crashes"]:
