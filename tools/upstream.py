@@ -69,8 +69,11 @@ def install(cache: Path) -> None:
     python = venv_python(cache)
     stamp = cache / "venv" / f".installed-vllm-{DEPS_RELEASE}"
     if not stamp.exists():
-        print(f"upstream: installing vllm=={DEPS_RELEASE} with its dependencies into "
-              f"{cache / 'venv'} (the first time takes minutes)", flush=True)
+        print(
+            f"upstream: installing vllm=={DEPS_RELEASE} with its dependencies into "
+            f"{cache / 'venv'} (the first time takes minutes)",
+            flush=True,
+        )
         if not python.exists():
             subprocess.run([sys.executable, "-m", "venv", str(cache / "venv")], check=True)
         _pip(python, [f"vllm=={DEPS_RELEASE}", *TEST_DEPS], f"vllm=={DEPS_RELEASE}")
@@ -81,13 +84,14 @@ def install(cache: Path) -> None:
             continue
         print(f"upstream: installing vllm=={release} (--no-deps) into {folder}", flush=True)
         shutil.rmtree(folder, ignore_errors=True)  # a partial install from an earlier run
-        _pip(python, ["--no-deps", "--target", str(folder), f"vllm=={release}"],
-             f"vllm=={release}")
+        _pip(python, ["--no-deps", "--target", str(folder), f"vllm=={release}"], f"vllm=={release}")
         (folder / ".installed").touch()
     for release in RELEASES:
         found = subprocess.run(
             [str(python), "-c", "import importlib.metadata as m; print(m.version('vllm'))"],
-            env=release_env(cache, release), capture_output=True, text=True,
+            env=release_env(cache, release),
+            capture_output=True,
+            text=True,
         )
         if found.returncode != 0 or found.stdout.strip() != release:
             reason = (found.stderr.strip().splitlines() or [found.stdout.strip()])[-1]
@@ -121,24 +125,40 @@ def run(cache: Path, releases: list[str], scenarios: int) -> int:
         started = time.monotonic()
         out = out_dir / f"{release}.json"
         out.unlink(missing_ok=True)
-        print(f"upstream: vllm=={release}: {scenarios} scenarios and the planted divergences",
-              flush=True)
+        print(
+            f"upstream: vllm=={release}: {scenarios} scenarios and the planted divergences",
+            flush=True,
+        )
         env = {**release_env(cache, release), "QUEUEREF_UPSTREAM_SCENARIOS": str(scenarios)}
         tests = subprocess.run(
-            [str(python), "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-m", "upstream",
-             str(ROOT / "tests" / "upstream")],
-            env=env, cwd=ROOT,
+            [
+                str(python),
+                "-m",
+                "pytest",
+                "-q",
+                "-s",
+                "-p",
+                "no:cacheprovider",
+                "-m",
+                "upstream",
+                str(ROOT / "tests" / "upstream"),
+            ],
+            env=env,
+            cwd=ROOT,
         )
         if not out.exists():
-            failed.append(f"vllm=={release}: the sweep wrote no result (pytest exit "
-                          f"{tests.returncode})")
+            failed.append(
+                f"vllm=={release}: the sweep wrote no result (pytest exit {tests.returncode})"
+            )
             continue
         entry = json.loads(out.read_text())
         entry["tests"] = "pass" if tests.returncode == 0 else "fail"
         entries.append(entry)
         if tests.returncode != 0:
-            failed.append(f"vllm=={release}: tests/upstream failed ({entry['differences']} "
-                          f"differences, {entry['crashes']} crashes in the sweep)")
+            failed.append(
+                f"vllm=={release}: tests/upstream failed ({entry['differences']} "
+                f"differences, {entry['crashes']} crashes in the sweep)"
+            )
         print(f"upstream: vllm=={release} done in {time.monotonic() - started:.0f} s", flush=True)
     REPORT.parent.mkdir(parents=True, exist_ok=True)
     REPORT.write_text(json.dumps({"versions": entries}, indent=2) + "\n")
@@ -150,10 +170,17 @@ def run(cache: Path, releases: list[str], scenarios: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--releases", default=",".join(RELEASES),
-                        help="comma-separated releases to check (default: all four)")
-    parser.add_argument("--scenarios", type=int, default=1000,
-                        help="differential scenarios per release (default 1000)")
+    parser.add_argument(
+        "--releases",
+        default=",".join(RELEASES),
+        help="comma-separated releases to check (default: all four)",
+    )
+    parser.add_argument(
+        "--scenarios",
+        type=int,
+        default=1000,
+        help="differential scenarios per release (default 1000)",
+    )
     parser.add_argument("--install-only", action="store_true")
     args = parser.parse_args(argv)
     releases = args.releases.split(",")

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import sys
 import time
@@ -43,7 +44,16 @@ from pathlib import Path
 from typing import Any
 
 import vllm_side
-from scenarios import STOP_CHANCE, Abort, Arrive, GrammarReady, RequestSpec, Scenario, Step, scenario
+from scenarios import (
+    STOP_CHANCE,
+    Abort,
+    Arrive,
+    GrammarReady,
+    RequestSpec,
+    Scenario,
+    Step,
+    scenario,
+)
 
 import queueref
 from queueref import Request, RequestStatus, StepDecision, WaitingQueues
@@ -93,8 +103,9 @@ class QueuerefSide:
     def arrive(self, spec: RequestSpec) -> None:
         status = BLOCKED if spec.structured else RequestStatus.WAITING
         if self.tamper == "arrival-tie-broken":
-            spec = dataclasses.replace(spec, arrival_time=spec.arrival_time + 0.5 * (
-                int(spec.request_id[1:]) % 2))
+            spec = dataclasses.replace(
+                spec, arrival_time=spec.arrival_time + 0.5 * (int(spec.request_id[1:]) % 2)
+            )
         request = Request(spec.request_id, spec.priority, spec.arrival_time, status=status)
         self.requests[spec.request_id] = request
         self.specs[spec.request_id] = spec
@@ -128,7 +139,7 @@ class QueuerefSide:
         return victims
 
     def schedule_waiting(
-        self, from_waiting: dict[str, int], token_budget: int, max_num_seqs: int
+        self, from_waiting: dict[str, int], token_budget: int, running_cap: int, cap_class: str
     ) -> list[str]:
         """The waiting loop; `from_waiting`: the tokens vLLM gave each request it ran."""
         budget = [token_budget]
@@ -146,10 +157,10 @@ class QueuerefSide:
             return budget[0] > 0
 
         ran = self.wq.schedule_step(
-            check, self.try_promote, max_running=max_num_seqs, should_continue=should_continue
+            check, self.try_promote, max_running=running_cap, should_continue=should_continue
         )
-        if len(self.wq.running) >= max_num_seqs and (self.wq.waiting or self.wq._aside):
-            self.exercised.add("max-num-seqs")
+        if len(self.wq.running) >= running_cap and (self.wq.waiting or self.wq._aside):
+            self.exercised.add(cap_class)
         return [r.request_id for r in ran]
 
     def after_output(self, scheduled: dict[str, int], stops: set[str]) -> None:
@@ -221,8 +232,12 @@ def run_scenario(
     theirs: dict[str, vllm_side.Request] = {}
     keys: Counter[tuple[int, float]] = Counter()
     for index, event in enumerate(item.events):
-        where = {"seed": item.seed, "policy": shape.policy, "event_index": index,
-                 "event": repr(event)}
+        where = {
+            "seed": item.seed,
+            "policy": shape.policy,
+            "event_index": index,
+            "event": repr(event),
+        }
         try:
             expected = _vllm_event(scheduler, theirs, event)
         except Exception as error:
@@ -231,15 +246,24 @@ def run_scenario(
         try:
             got = _queueref_event(ours, event, expected, shape)
             compare(expected["step"], got)
-            compare(vllm_side.snapshot(scheduler, theirs),
-                    ours.snapshot(vllm_side.KV_HOLDING_LAYOUT))
+            compare(
+                vllm_side.snapshot(scheduler, theirs), ours.snapshot(vllm_side.KV_HOLDING_LAYOUT)
+            )
         except Divergence as difference:
-            outcome.difference = {**where, "field": difference.field,
-                                  "vllm": difference.vllm, "queueref": difference.queueref}
+            outcome.difference = {
+                **where,
+                "field": difference.field,
+                "vllm": difference.vllm,
+                "queueref": difference.queueref,
+            }
             return outcome
         except Exception as error:  # queueref refused what vLLM did: a difference
-            outcome.difference = {**where, "field": "queueref-error",
-                                  "vllm": None, "queueref": _error_line(error)}
+            outcome.difference = {
+                **where,
+                "field": "queueref-error",
+                "vllm": None,
+                "queueref": _error_line(error),
+            }
             return outcome
         if isinstance(event, Arrive):
             for spec in event.requests:
@@ -261,8 +285,11 @@ def _vllm_event(
     if isinstance(event, Arrive):
         for spec in event.requests:
             request = vllm_side.make_request(
-                spec.request_id, priority=spec.priority, arrival_time=spec.arrival_time,
-                num_prompt_tokens=spec.num_prompt_tokens, max_tokens=spec.max_tokens,
+                spec.request_id,
+                priority=spec.priority,
+                arrival_time=spec.arrival_time,
+                num_prompt_tokens=spec.num_prompt_tokens,
+                max_tokens=spec.max_tokens,
                 structured=spec.structured,
             )
             requests[spec.request_id] = request
@@ -281,7 +308,9 @@ def _vllm_event(
         stops = {r for r in scheduled if draws.get(r, 1.0) < STOP_CHANCE}
         scheduler.update_from_output(output, vllm_side.model_output(scheduler, scheduled, stops))
         result.update(
-            scheduled=scheduled, from_waiting=from_waiting, stops=stops,
+            scheduled=scheduled,
+            from_waiting=from_waiting,
+            stops=stops,
             running_tokens=sum(n for r, n in scheduled.items() if r in running_before),
         )
         result["step"] = {"victims": victims, "from_waiting": list(from_waiting)}
@@ -307,7 +336,8 @@ def _queueref_event(
         ran = ours.schedule_waiting(
             expected["from_waiting"],
             shape.max_num_batched_tokens - expected["running_tokens"],
-            shape.max_num_seqs,
+            shape.running_cap,
+            "max-num-seqs" if shape.running_cap == shape.max_num_seqs else "max-num-active-seqs",
         )
     ours.after_output(expected["scheduled"], expected["stops"])
     return {"victims": sorted(victims), "from_waiting": ran}
@@ -341,9 +371,12 @@ def sweep(
         else:
             classes.update(outcome.exercised)
         if progress and done % 100 == 0:
-            print(f"  vllm=={vllm_side.RELEASE} {layout}: {done}/{len(seeds)} scenarios, "
-                  f"{len(differences)} differences, {len(crashes)} crashes, "
-                  f"{time.monotonic() - started:.0f} s", flush=True)
+            print(
+                f"  vllm=={vllm_side.RELEASE} {layout}: {done}/{len(seeds)} scenarios, "
+                f"{len(differences)} differences, {len(crashes)} crashes, "
+                f"{time.monotonic() - started:.0f} s",
+                flush=True,
+            )
     return {
         "version": vllm_side.RELEASE,
         "layout": layout,
@@ -367,14 +400,17 @@ def sweep(
 VARIANTS: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = (
     ("PreemptsToBack", ("vllm-0.30", "vllm-0.33"), frozenset({"waiting", "from_waiting"})),
     ("WaitingFirst", ("vllm-0.30",), frozenset({"skipped_waiting", "waiting", "from_waiting"})),
-    ("SkippedFirstPriority", ("vllm-0.30",),
-     frozenset({"skipped_waiting", "waiting", "from_waiting"})),
+    (
+        "SkippedFirstPriority",
+        ("vllm-0.30",),
+        frozenset({"skipped_waiting", "waiting", "from_waiting"}),
+    ),
     ("PromotesWithoutAsking", ("vllm-0.30", "vllm-0.33"), frozenset({"statuses", "from_waiting"})),
     ("EnqueueIgnoresBlocked", ("vllm-0.30",), frozenset({"skipped_waiting", "waiting"})),
     ("ParksWithoutReversal", ("vllm-0.30",), frozenset({"skipped_waiting"})),
     ("ForgetsToDefer", ("vllm-0.33",), frozenset({"deferred_waiting"})),
-    ("AbortMissesSkipped", ("vllm-0.30", "vllm-0.33"),
-     frozenset({"skipped_waiting", "kv_holding_waiting", "waiting"})),
+    ("AbortMissesSkipped", ("vllm-0.30",), frozenset({"skipped_waiting"})),
+    ("AbortMissesWaiting", ("vllm-0.30", "vllm-0.33"), frozenset({"waiting"})),
     ("FinishLosesRequest", ("vllm-0.30", "vllm-0.33"), frozenset({"finished"})),
 )
 # Planted divergences of the harness: the field each must be caught in.
@@ -384,12 +420,26 @@ TAMPER_FIELDS = {"victim-first-running": "victims", "arrival-tie-broken": "waiti
 def planted(seeds: range, layout: str) -> dict[str, Any]:
     """The baseline and every planted divergence that applies to `layout`, on `seeds`."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    import waiting_variants
+    waiting_variants = importlib.import_module("waiting_variants")
 
+    # Made here: waiting_variants has no abort bug that the vllm-0.33 runs reach
+    # (kv_holding_waiting stays empty without remote KV loads or streaming).
+    extra = {
+        "AbortMissesWaiting": waiting_variants.broken_variant(
+            "AbortMissesWaiting",
+            waiting_variants.Change(
+                "abort",
+                "aborts requests in waiting without taking them out of the queue",
+                "self.waiting.remove_requests(by_place[IN_WAITING])",
+                "pass",
+            ),
+        )
+    }
     results = {"baseline": sweep(seeds, layout)}
     for name, layouts, _ in VARIANTS:
         if layout in layouts:
-            results[name] = sweep(seeds, layout, getattr(waiting_variants, name))
+            factory = extra.get(name) or getattr(waiting_variants, name)
+            results[name] = sweep(seeds, layout, factory)
     for tamper in TAMPERS:
         results[tamper] = sweep(seeds, layout, tamper=tamper)
     return results
@@ -400,10 +450,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenarios", type=int, default=1000)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--layout", choices=sorted(set(LAYOUT_OF_RELEASE.values())),
-                        help="the WaitingQueues layout (default: the release's)")
-    parser.add_argument("--planted", action="store_true",
-                        help="the baseline and every planted divergence (run under python -O)")
+    parser.add_argument(
+        "--layout",
+        choices=sorted(set(LAYOUT_OF_RELEASE.values())),
+        help="the WaitingQueues layout (default: the release's)",
+    )
+    parser.add_argument(
+        "--planted",
+        action="store_true",
+        help="the baseline and every planted divergence (run under python -O)",
+    )
     args = parser.parse_args(argv)
     layout = args.layout or LAYOUT_OF_RELEASE[vllm_side.RELEASE]
     seeds = range(args.first_seed, args.first_seed + args.scenarios)
@@ -411,8 +467,11 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.out, "w") as out:
             json.dump(planted(seeds, layout), out, indent=2)
         return 0
-    print(f"upstream: vllm=={vllm_side.RELEASE} against WaitingQueues layout {layout!r}: "
-          f"{args.scenarios} scenarios", flush=True)
+    print(
+        f"upstream: vllm=={vllm_side.RELEASE} against WaitingQueues layout {layout!r}: "
+        f"{args.scenarios} scenarios",
+        flush=True,
+    )
     entry = sweep(seeds, layout, progress=True)
     with open(args.out, "w") as out:
         json.dump(entry, out, indent=2)

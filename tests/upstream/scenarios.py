@@ -1,8 +1,9 @@
 """Seeded scenarios for the differential run: the events both sides are given.
 
-A scenario is a scheduler shape (policy, KV blocks, `max_num_seqs`, token
-budget) and a list of events, all drawn from `random.Random(seed)`, so a seed
-names a scenario everywhere (reports, tests). Events:
+A scenario is a scheduler shape (policy, KV blocks, `max_num_seqs`,
+`max_num_active_seqs` from vLLM 0.31.0, token budget) and a list of events,
+all drawn from `random.Random(seed)`, so a seed names a scenario everywhere
+(reports, tests). Events:
 
 * `Arrive(requests)`: new requests, with priorities 0-2 and arrival times drawn
   from a few values (ties in `(priority, arrival_time)` are common); about one
@@ -74,12 +75,15 @@ class Scenario:
 def scenario(seed: int, policy: str | None = None) -> Scenario:
     """The scenario of `seed` (the policy drawn unless given)."""
     rng = random.Random(seed)
+    max_num_seqs = rng.randint(1, 6)
     shape = SchedulerShape(
         policy=policy if policy is not None else rng.choice(POLICIES),
         num_blocks=rng.randint(6, 24),
         block_size=4,
-        max_num_seqs=rng.randint(1, 6),
+        max_num_seqs=max_num_seqs,
         max_num_batched_tokens=rng.choice((8, 12, 16, 24, 32, 64)),
+        # Used by vLLM 0.31.0 and later only.
+        max_num_active_seqs=rng.choice((None, rng.randint(1, max_num_seqs))),
     )
     events: list[Event] = []
     ids: list[str] = []

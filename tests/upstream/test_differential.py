@@ -1,6 +1,6 @@
 """The differential run against vLLM's real `Scheduler`, and its teeth.
 
-Run by `make upstream` once per installed release (tests/upstream/conftest.py).
+Run by `make upstream` once per installed release (tests/conftest.py).
 `test_sweep` runs the release's scenarios and writes its entry of
 `build/upstream-report.json` (tools/upstream.py merges them). The teeth: a
 planted divergence of each class -- a broken `WaitingQueues` of
@@ -38,8 +38,16 @@ LAYOUT = LAYOUT_OF_RELEASE[RELEASE]
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parent.parent / "build" / "upstream"
 # The classes every sweep must exercise (scenarios that agreed and went through them).
-REQUIRED_CLASSES = ("preempt", "blocked", "grammar-promoted", "abort", "finish", "token-budget",
-                    "max-num-seqs", "priority-ties")
+REQUIRED_CLASSES = (
+    "preempt",
+    "blocked",
+    "grammar-promoted",
+    "abort",
+    "finish",
+    "token-budget",
+    "max-num-seqs",
+    "priority-ties",
+)
 PLANTED_SEEDS = (20_000, 20_080)
 
 
@@ -51,9 +59,20 @@ def planted() -> dict[str, Any]:
     out.unlink(missing_ok=True)
     first, last = PLANTED_SEEDS
     subprocess.run(
-        [sys.executable, "-O", str(HERE / "differential.py"), "--planted", "--first-seed",
-         str(first), "--scenarios", str(last - first), "--out", str(out)],
-        check=True, env=dict(os.environ),
+        [
+            sys.executable,
+            "-O",
+            str(HERE / "differential.py"),
+            "--planted",
+            "--first-seed",
+            str(first),
+            "--scenarios",
+            str(last - first),
+            "--out",
+            str(out),
+        ],
+        check=True,
+        env=dict(os.environ),
     )
     result: dict[str, Any] = json.loads(out.read_text())
     return result
@@ -115,4 +134,6 @@ def test_a_broken_waiting_queues_is_caught(
 def test_a_tampered_harness_is_caught(planted: dict[str, Any], tamper: str, field: str) -> None:
     entry = planted[tamper]
     assert entry["differences"] > 0 and field in entry["difference_classes"], (
-        tamper, entry["difference_classes"])
+        tamper,
+        entry["difference_classes"],
+    )

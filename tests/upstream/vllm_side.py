@@ -43,6 +43,8 @@ OTHER_TOKEN_ID = 7
 MAX_MODEL_LEN = 256
 # vLLM 0.31.0 replaced `skipped_waiting` with `kv_holding_waiting` and `deferred_waiting`.
 KV_HOLDING_LAYOUT = not hasattr(Scheduler, "_select_waiting_queue_for_scheduling")
+# vLLM 0.31.0 added SchedulerConfig.max_num_active_seqs.
+HAS_ACTIVE_SEQS = "max_num_active_seqs" in SchedulerConfig.__dataclass_fields__
 
 _MODEL_CONFIG = {
     "architectures": ["LlamaForCausalLM"],
@@ -93,10 +95,20 @@ class SchedulerShape:
     block_size: int
     max_num_seqs: int
     max_num_batched_tokens: int
+    # From vLLM 0.31.0: the cap on RUNNING the waiting loop checks (None: max_num_seqs).
+    max_num_active_seqs: int | None = None
+
+    @property
+    def running_cap(self) -> int:
+        """What the waiting loop stops at: `max_num_active_seqs` where the release has it."""
+        if HAS_ACTIVE_SEQS and self.max_num_active_seqs is not None:
+            return self.max_num_active_seqs
+        return self.max_num_seqs
 
 
 def build_scheduler(shape: SchedulerShape) -> Scheduler:
     """vLLM's Scheduler on CPU with one full-attention KV group of `num_blocks` blocks."""
+    active = {"max_num_active_seqs": shape.max_num_active_seqs} if HAS_ACTIVE_SEQS else {}
     scheduler_config = SchedulerConfig(
         max_model_len=MAX_MODEL_LEN,
         is_encoder_decoder=False,
@@ -105,6 +117,7 @@ def build_scheduler(shape: SchedulerShape) -> Scheduler:
         enable_chunked_prefill=True,
         policy=shape.policy,
         async_scheduling=False,
+        **active,
     )
     cache_config = CacheConfig(
         block_size=shape.block_size, enable_prefix_caching=False, cache_dtype="auto"
@@ -182,14 +195,14 @@ class ReadyGrammar:
 
 def make_grammar_ready(request: Request) -> None:
     """What StructuredOutputManager.grammar_init does once compilation finishes."""
-    request.structured_output_request.grammar = ReadyGrammar()  # type: ignore[union-attr]
+    request.structured_output_request.grammar = ReadyGrammar()
 
 
 def model_output(
     scheduler: Scheduler, num_scheduled_tokens: dict[str, int], stops: set[str]
 ) -> ModelRunnerOutput:
     """One token for each request whose prompt is computed (EOS for those in `stops`)."""
-    sampled = []
+    sampled: list[list[int]] = []
     for request_id in num_scheduled_tokens:
         request = scheduler.requests[request_id]
         if request.num_computed_tokens < request.num_tokens:
