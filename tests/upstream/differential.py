@@ -19,28 +19,23 @@ Each seeded scenario (`scenarios.py`) is given to both sides, event by event:
 
 After every event the two must agree on: the requests a step scheduled from
 the waiting queues (in order), the victims it preempted, `running` (in order),
-every waiting queue (in order), `deferred_waiting`, and every request's
-status. The first difference ends its scenario and is reported with the seed
-and the event; an exception raised by vLLM's own code is reported as a crash,
-never counted as agreement.
+every waiting queue (in order), `deferred_waiting`, the finished requests,
+the paused streaming sessions and every request's status. The first
+difference ends its scenario and is reported with the seed and the event; an
+exception raised by vLLM's own code is reported as a crash, never counted as
+agreement.
 
-Run as a script (tools/upstream.py does, once per release) it writes one
-release's entry of `build/upstream-report.json`.
+`test_differential.py` runs the sweeps; `planted.py` the planted divergences.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import importlib
-import json
-import sys
 import time
 import traceback
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import vllm_side
@@ -52,6 +47,7 @@ from scenarios import (
     RequestSpec,
     Scenario,
     Step,
+    StreamUpdate,
     scenario,
 )
 
@@ -72,6 +68,7 @@ MODELLED_RELEASES = frozenset({"0.30.0", "0.33.0"})
 # time moved by half a unit on queueref's side (ties broken differently).
 TAMPERS = ("victim-first-running", "arrival-tie-broken")
 BLOCKED = RequestStatus.WAITING_FOR_STRUCTURED_OUTPUT_GRAMMAR
+STREAMING = RequestStatus.WAITING_FOR_STREAMING_REQ
 
 WaitingQueuesFactory = Callable[..., WaitingQueues]
 
@@ -98,6 +95,9 @@ class QueuerefSide:
         self.grammar_ready: set[str] = set()
         self.computed: dict[str, int] = {}
         self.outputs: dict[str, int] = {}
+        self.prompts: dict[str, int] = {}
+        # A session's chunks that arrived while it was not paused (None: the end).
+        self.stream_queues: dict[str, list[int | None]] = {}
         self.exercised: set[str] = set()
 
     def arrive(self, spec: RequestSpec) -> None:
@@ -111,9 +111,14 @@ class QueuerefSide:
         self.specs[spec.request_id] = spec
         self.computed[spec.request_id] = 0
         self.outputs[spec.request_id] = 0
+        self.prompts[spec.request_id] = spec.num_prompt_tokens
+        self.stream_queues[spec.request_id] = []
         self.wq.enqueue(request)
 
     def try_promote(self, request: Any) -> bool:
+        if request.status is STREAMING:
+            self.exercised.add("streaming-paused-skipped")
+            return False  # its next chunk comes through continue_stream
         self.exercised.add("blocked")
         if request.request_id not in self.grammar_ready:
             return False
@@ -168,7 +173,7 @@ class QueuerefSide:
         for request_id, tokens in scheduled.items():
             spec = self.specs[request_id]
             self.computed[request_id] += tokens
-            if self.computed[request_id] < spec.num_prompt_tokens + self.outputs[request_id]:
+            if self.computed[request_id] < self.prompts[request_id] + self.outputs[request_id]:
                 self.exercised.add("chunked-prefill")
                 continue
             self.outputs[request_id] += 1
@@ -178,8 +183,42 @@ class QueuerefSide:
                 status = RequestStatus.FINISHED_LENGTH_CAPPED
             else:
                 continue
+            self.stopped(request_id, status)
+
+    def stopped(self, request_id: str, status: RequestStatus) -> None:
+        """A request stopped: it finishes, or (a session) pauses or takes its next chunk."""
+        request, chunks = self.requests[request_id], self.stream_queues[request_id]
+        if self.specs[request_id].resumable and not chunks:
+            self.exercised.add("streaming-paused")
+            self.wq.await_stream(request)
+            return
+        chunk = chunks.pop(0) if chunks else None
+        if chunk is None:
             self.exercised.add("finish")
-            self.wq.finish(self.requests[request_id], status)
+            self.wq.finish(request, status)
+            return
+        self.exercised.add("streaming-continued")
+        self._take_chunk(request_id, chunk)
+        self.wq.continue_stream(request)
+
+    def _take_chunk(self, request_id: str, tokens: int) -> None:
+        """vLLM's session update: the computed tokens become the prompt, plus the chunk."""
+        self.prompts[request_id] = self.computed[request_id] + tokens
+        self.outputs[request_id] = 0
+
+    def stream_update(self, request_id: str, tokens: int | None) -> None:
+        request = self.requests[request_id]
+        if RequestStatus.is_finished(request.status):
+            return  # vLLM would take it for a new request: the scenario has none such
+        if request.status is not STREAMING:
+            self.stream_queues[request_id].append(tokens)
+        elif tokens is not None:
+            self.exercised.add("streaming-continued")
+            self._take_chunk(request_id, tokens)
+            self.wq.continue_stream(request)
+        else:
+            self.exercised.add("abort")
+            self.wq.abort([request_id])
 
     def snapshot(self, kv_holding_layout: bool) -> dict[str, Any]:
         wq = self.wq
@@ -194,6 +233,7 @@ class QueuerefSide:
             state["skipped_waiting"] = [r.request_id for r in wq.skipped_waiting]
         state["statuses"] = {rid: r.status.name for rid, r in self.requests.items()}
         state["finished"] = sorted(wq.finished)
+        state["paused_sessions"] = wq.num_paused_sessions
         return state
 
 
@@ -265,6 +305,8 @@ def run_scenario(
                 "queueref": _error_line(error),
             }
             return outcome
+        if vllm_side.KV_HOLDING_LAYOUT and ours.wq.kv_holding_waiting:
+            ours.exercised.add("kv-holding-waiting")
         if isinstance(event, Arrive):
             for spec in event.requests:
                 keys[(spec.priority, spec.arrival_time)] += 1
@@ -291,11 +333,26 @@ def _vllm_event(
                 num_prompt_tokens=spec.num_prompt_tokens,
                 max_tokens=spec.max_tokens,
                 structured=spec.structured,
+                resumable=spec.resumable,
             )
             requests[spec.request_id] = request
             scheduler.add_request(request)
     elif isinstance(event, GrammarReady):
         vllm_side.make_grammar_ready(requests[event.request_id])
+    elif isinstance(event, StreamUpdate):
+        session = requests[event.request_id]
+        if not session.is_finished():  # else vLLM would take it for a new request
+            scheduler.add_request(
+                vllm_side.make_request(
+                    event.request_id,
+                    priority=session.priority,
+                    arrival_time=session.arrival_time,
+                    num_prompt_tokens=event.num_prompt_tokens or 1,
+                    max_tokens=session.max_tokens,
+                    structured=False,
+                    resumable=event.num_prompt_tokens is not None,
+                )
+            )
     elif isinstance(event, Abort):
         scheduler.finish_requests(list(event.request_ids), vllm_side.RequestStatus.FINISHED_ABORTED)
     else:
@@ -326,6 +383,9 @@ def _queueref_event(
         return {}
     if isinstance(event, GrammarReady):
         ours.grammar_ready.add(event.request_id)
+        return {}
+    if isinstance(event, StreamUpdate):
+        ours.stream_update(event.request_id, event.num_prompt_tokens)
         return {}
     if isinstance(event, Abort):
         ours.wq.abort([r for r in event.request_ids])
@@ -392,94 +452,3 @@ def sweep(
         "seconds": round(time.monotonic() - started, 1),
         "queueref": queueref.__file__,
     }
-
-
-# Planted divergences: (broken WaitingQueues of tests/waiting_variants.py, the layouts
-# it breaks, the fields the comparison must report). Run with contracts off
-# (python -O), so that the comparison, not a contract, has to catch each.
-VARIANTS: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = (
-    ("PreemptsToBack", ("vllm-0.30", "vllm-0.33"), frozenset({"waiting", "from_waiting"})),
-    ("WaitingFirst", ("vllm-0.30",), frozenset({"skipped_waiting", "waiting", "from_waiting"})),
-    (
-        "SkippedFirstPriority",
-        ("vllm-0.30",),
-        frozenset({"skipped_waiting", "waiting", "from_waiting"}),
-    ),
-    ("PromotesWithoutAsking", ("vllm-0.30", "vllm-0.33"), frozenset({"statuses", "from_waiting"})),
-    ("EnqueueIgnoresBlocked", ("vllm-0.30",), frozenset({"skipped_waiting", "waiting"})),
-    ("ParksWithoutReversal", ("vllm-0.30",), frozenset({"skipped_waiting"})),
-    ("ForgetsToDefer", ("vllm-0.33",), frozenset({"deferred_waiting"})),
-    ("AbortMissesSkipped", ("vllm-0.30",), frozenset({"skipped_waiting"})),
-    ("AbortMissesWaiting", ("vllm-0.30", "vllm-0.33"), frozenset({"waiting"})),
-    ("FinishLosesRequest", ("vllm-0.30", "vllm-0.33"), frozenset({"finished"})),
-)
-# Planted divergences of the harness: the field each must be caught in.
-TAMPER_FIELDS = {"victim-first-running": "victims", "arrival-tie-broken": "waiting"}
-
-
-def planted(seeds: range, layout: str) -> dict[str, Any]:
-    """The baseline and every planted divergence that applies to `layout`, on `seeds`."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    waiting_variants = importlib.import_module("waiting_variants")
-
-    # Made here: waiting_variants has no abort bug that the vllm-0.33 runs reach
-    # (kv_holding_waiting stays empty without remote KV loads or streaming).
-    extra = {
-        "AbortMissesWaiting": waiting_variants.broken_variant(
-            "AbortMissesWaiting",
-            waiting_variants.Change(
-                "abort",
-                "aborts requests in waiting without taking them out of the queue",
-                "self.waiting.remove_requests(by_place[IN_WAITING])",
-                "pass",
-            ),
-        )
-    }
-    results = {"baseline": sweep(seeds, layout)}
-    for name, layouts, _ in VARIANTS:
-        if layout in layouts:
-            factory = extra.get(name) or getattr(waiting_variants, name)
-            results[name] = sweep(seeds, layout, factory)
-    for tamper in TAMPERS:
-        results[tamper] = sweep(seeds, layout, tamper=tamper)
-    return results
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenarios", type=int, default=1000)
-    parser.add_argument("--first-seed", type=int, default=0)
-    parser.add_argument("--out", required=True)
-    parser.add_argument(
-        "--layout",
-        choices=sorted(set(LAYOUT_OF_RELEASE.values())),
-        help="the WaitingQueues layout (default: the release's)",
-    )
-    parser.add_argument(
-        "--planted",
-        action="store_true",
-        help="the baseline and every planted divergence (run under python -O)",
-    )
-    args = parser.parse_args(argv)
-    layout = args.layout or LAYOUT_OF_RELEASE[vllm_side.RELEASE]
-    seeds = range(args.first_seed, args.first_seed + args.scenarios)
-    if args.planted:
-        with open(args.out, "w") as out:
-            json.dump(planted(seeds, layout), out, indent=2)
-        return 0
-    print(
-        f"upstream: vllm=={vllm_side.RELEASE} against WaitingQueues layout {layout!r}: "
-        f"{args.scenarios} scenarios",
-        flush=True,
-    )
-    entry = sweep(seeds, layout, progress=True)
-    with open(args.out, "w") as out:
-        json.dump(entry, out, indent=2)
-    for item in entry["first_differences"] + entry["first_crashes"]:
-        print(f"  {item}", flush=True)
-    failed = entry["crashes"] or (entry["differences"] and entry["layout_models_release"])
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,6 +15,11 @@ all drawn from `random.Random(seed)`, so a seed names a scenario everywhere
   (FINISHED_LENGTH_CAPPED at `max_tokens`).
 * `Abort(request_ids)`: `finish_requests(ids, FINISHED_ABORTED)`, ids of any
   place (an unknown or finished id included now and then).
+* `StreamUpdate(request_id, num_prompt_tokens)`: the next input chunk of a
+  streaming session (a resumable request; about one in five of the others),
+  or with `None` the end of its stream. The chunk keeps the session's arrival
+  time: queueref deliberately keeps it where vLLM sets the update's
+  (`reference/queueref/waiting.py`, "Deliberate divergences").
 
 Small KV pools (6-24 blocks of 4 tokens against prompts of up to 20 tokens
 and up to 16 outputs) make running requests preempt each other.
@@ -39,6 +44,7 @@ class RequestSpec:
     num_prompt_tokens: int
     max_tokens: int
     structured: bool
+    resumable: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,13 @@ class Abort:
     request_ids: tuple[str, ...]
 
 
-Event = Arrive | GrammarReady | Step | Abort
+@dataclass(frozen=True)
+class StreamUpdate:
+    request_id: str
+    num_prompt_tokens: int | None  # None: the stream ends
+
+
+Event = Arrive | GrammarReady | Step | Abort | StreamUpdate
 
 
 @dataclass(frozen=True)
@@ -88,28 +100,40 @@ def scenario(seed: int, policy: str | None = None) -> Scenario:
     events: list[Event] = []
     ids: list[str] = []
     structured: list[str] = []
+    resumable: list[str] = []
     for _ in range(rng.randint(12, 40)):
         roll = rng.random()
         if roll < 0.3 or not ids:
             arrivals = []
             for _ in range(rng.randint(1, 3)):
                 request_id = f"r{len(ids)}"
+                kind = rng.random()
                 spec = RequestSpec(
                     request_id=request_id,
                     priority=rng.randint(0, 2),
                     arrival_time=float(rng.randint(0, 4)),
                     num_prompt_tokens=rng.randint(1, 20),
                     max_tokens=rng.randint(1, 16),
-                    structured=rng.random() < 0.25,
+                    structured=kind < 0.25,
+                    resumable=kind >= 0.8,
                 )
                 ids.append(request_id)
                 if spec.structured:
                     structured.append(request_id)
+                if spec.resumable:
+                    resumable.append(request_id)
                 arrivals.append(spec)
             events.append(Arrive(tuple(arrivals)))
         elif roll < 0.4 and structured:
             events.append(GrammarReady(structured.pop(rng.randrange(len(structured)))))
-        elif roll < 0.47:
+        elif roll < 0.5 and resumable:
+            request_id = rng.choice(resumable)
+            if rng.random() < 0.2:
+                resumable.remove(request_id)
+                events.append(StreamUpdate(request_id, None))
+            else:
+                events.append(StreamUpdate(request_id, rng.randint(1, 8)))
+        elif roll < 0.57:
             chosen = rng.sample(ids, rng.randint(1, min(2, len(ids))))
             if rng.random() < 0.1:
                 chosen.append("unknown")

@@ -20,13 +20,8 @@ from typing import Any
 
 import pytest
 import vllm
-from differential import (
-    LAYOUT_OF_RELEASE,
-    MODELLED_RELEASES,
-    TAMPER_FIELDS,
-    VARIANTS,
-    sweep,
-)
+from differential import LAYOUT_OF_RELEASE, MODELLED_RELEASES, sweep
+from planted import TAMPER_FIELDS, VARIANTS
 
 import queueref.config
 
@@ -47,7 +42,10 @@ REQUIRED_CLASSES = (
     "token-budget",
     "max-num-seqs",
     "priority-ties",
-)
+    "streaming-paused",
+    "streaming-continued",
+    "streaming-paused-skipped",
+) + (("kv-holding-waiting", "max-num-active-seqs") if LAYOUT != "vllm-0.30" else ())
 PLANTED_SEEDS = (20_000, 20_080)
 
 
@@ -62,8 +60,7 @@ def planted() -> dict[str, Any]:
         [
             sys.executable,
             "-O",
-            str(HERE / "differential.py"),
-            "--planted",
+            str(HERE / "planted.py"),
             "--first-seed",
             str(first),
             "--scenarios",

@@ -154,8 +154,10 @@ def make_request(
     num_prompt_tokens: int,
     max_tokens: int,
     structured: bool,
+    resumable: bool = False,
 ) -> Request:
-    """A vLLM Request; with `structured` it waits for its grammar."""
+    """A vLLM Request; with `structured` it waits for its grammar; `resumable`: a
+    streaming session (given again under its id: the session's next chunk)."""
     params = SamplingParams(
         max_tokens=max_tokens,
         stop_token_ids=[EOS_TOKEN_ID],
@@ -168,6 +170,7 @@ def make_request(
         pooling_params=None,
         arrival_time=arrival_time,
         priority=priority,
+        resumable=resumable,
     )
 
 
@@ -230,6 +233,7 @@ def snapshot(scheduler: Scheduler, requests: dict[str, Request]) -> dict[str, An
         state["skipped_waiting"] = ids(scheduler.skipped_waiting)
     state["statuses"] = {rid: r.status.name for rid, r in requests.items()}
     state["finished"] = sorted(rid for rid, r in requests.items() if r.is_finished())
+    state["paused_sessions"] = scheduler.num_waiting_for_streaming_input
     return state
 
 
