@@ -53,6 +53,11 @@ VARIANTS: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = (
         frozenset({"waiting", "skipped_waiting", "kv_holding_waiting"}),
     ),
     (
+        "IgnoresTheGuard",
+        ("vllm-0.30", "vllm-0.33"),
+        frozenset({"skipped_waiting", "waiting", "kv_holding_waiting", "statuses"}),
+    ),
+    (
         "SlotsIgnorePausedSessions",
         ("vllm-0.30", "vllm-0.33"),
         frozenset({"from_waiting", "statuses"}),

@@ -8,7 +8,8 @@ are put over it: queueref's `SharedAdmissionStats` (written by queueref's
 `RequestTracker`) and the release's own (read by the release's
 `AsyncLLM.check_admission`, called on a stand-in engine that answers the
 counts from the same tracker). Both must admit or reject alike, with the same
-error (ADM-CTL-2, ADM-TOK-1), and read the same global count (ADM-STATS-2).
+error (ADM-CTL-3, ADM-CTL-4, ADM-CTL-5), and read the same global count from
+the slots queueref wrote (ADM-STATS-2, ADM-CTL-7).
 Its teeth: a limit off by one on the vLLM side is caught.
 """
 
@@ -122,7 +123,8 @@ def run_point(
 
 
 def test_check_admission_agrees_on_the_grid() -> None:
-    """ADM-CTL-2, ADM-TOK-1, ADM-STATS-2: the same decision and count at every point."""
+    """ADM-CTL-3, ADM-CTL-4, ADM-CTL-5, ADM-CTL-7, ADM-STATS-2: the same decision and
+    count at every point."""
     points = grid()
     outcomes = set()
     for point in points:
