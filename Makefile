@@ -9,7 +9,7 @@ export HYPOTHESIS_PROFILE
 PYTEST_WORKERS ?= 2
 
 .PHONY: setup redis-server coq spin test soak lint types crosshair-queues generate proofs proofs-coq bound-table trace vectors bench mutation verify clean
-.PHONY: help dist faults fault-tools
+.PHONY: help dist faults fault-tools upstream
 
 $(STAMP): pyproject.toml
 	mkdir -p build
@@ -131,6 +131,11 @@ bench: setup spin
 dist: setup
 	rm -rf dist
 	$(BIN)/python -m build --outdir dist .
+## upstream: vLLM 0.30.0-0.33.0's own code under queueref's checks (downloads ~10 GB into a cache the first time)
+# The releases go into the cache QUEUEREF_VLLM_CACHE names (default ~/.cache/queueref/vllm), outside
+# the checkout, reused between runs; writes build/upstream-report.json.
+upstream:
+	nice -n 5 $(PY) tools/upstream.py
 
 ## verify: every check above, and the verification report
 verify: setup

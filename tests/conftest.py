@@ -31,3 +31,8 @@ settings.register_profile("ci", max_examples=60, derandomize=True, database=None
 settings.register_profile("dev", max_examples=120, **_common)
 settings.register_profile("thorough", max_examples=2000, **_common)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+# tests/upstream runs vLLM's own released code: only under `make upstream`, which sets
+# QUEUEREF_UPSTREAM_RELEASE and puts that release on the path (tools/upstream.py).
+# Elsewhere the folder is not collected (excluded, not skipped).
+collect_ignore = [] if os.environ.get("QUEUEREF_UPSTREAM_RELEASE") else ["upstream"]

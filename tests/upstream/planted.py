@@ -1,0 +1,111 @@
+"""Planted divergences for the differential run: each must be caught by the comparison.
+
+Run as a script (under `python -O`, so that icontract's conditions are off and
+the comparison, not a contract, has to catch each bug) by
+`tests/upstream/test_differential.py`: it runs the baseline and every planted
+divergence that applies to the release's layout on the same seeds and writes
+their report entries to one JSON file.
+
+* A broken `WaitingQueues` of `tests/helpers/waiting_variants.py` (one named change of
+  the real method each), and one made here.
+* A tampered harness (`differential.TAMPERS`): vLLM's victim rule replaced,
+  arrival times moved on queueref's side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import vllm_side
+from differential import LAYOUT_OF_RELEASE, TAMPERS, sweep
+
+# Planted divergences: (broken WaitingQueues of tests/helpers/waiting_variants.py, the layouts
+# it breaks, the fields the comparison must report). Run with contracts off
+# (python -O), so that the comparison, not a contract, has to catch each.
+VARIANTS: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = (
+    ("PreemptsToBack", ("vllm-0.30", "vllm-0.33"), frozenset({"waiting", "from_waiting"})),
+    ("WaitingFirst", ("vllm-0.30",), frozenset({"skipped_waiting", "waiting", "from_waiting"})),
+    (
+        "SkippedFirstPriority",
+        ("vllm-0.30",),
+        frozenset({"skipped_waiting", "waiting", "from_waiting"}),
+    ),
+    ("PromotesWithoutAsking", ("vllm-0.30", "vllm-0.33"), frozenset({"statuses", "from_waiting"})),
+    ("EnqueueIgnoresBlocked", ("vllm-0.30",), frozenset({"skipped_waiting", "waiting"})),
+    ("ParksWithoutReversal", ("vllm-0.30",), frozenset({"skipped_waiting"})),
+    ("ForgetsToDefer", ("vllm-0.33",), frozenset({"deferred_waiting"})),
+    (
+        "AbortMissesSkipped",
+        ("vllm-0.30", "vllm-0.33"),
+        frozenset({"skipped_waiting", "kv_holding_waiting"}),
+    ),
+    ("AbortMissesWaiting", ("vllm-0.30", "vllm-0.33"), frozenset({"waiting"})),
+    ("FinishLosesRequest", ("vllm-0.30", "vllm-0.33"), frozenset({"finished"})),
+    ("ForgetsThePause", ("vllm-0.30", "vllm-0.33"), frozenset({"paused_sessions"})),
+    (
+        "RequeuesPausedSession",
+        ("vllm-0.30", "vllm-0.33"),
+        frozenset({"waiting", "skipped_waiting", "kv_holding_waiting"}),
+    ),
+    (
+        "IgnoresTheGuard",
+        ("vllm-0.30", "vllm-0.33"),
+        frozenset({"skipped_waiting", "waiting", "kv_holding_waiting", "statuses"}),
+    ),
+    (
+        "SlotsIgnorePausedSessions",
+        ("vllm-0.30", "vllm-0.33"),
+        frozenset({"from_waiting", "statuses"}),
+    ),
+)
+# Planted divergences of the harness: the field each must be caught in.
+TAMPER_FIELDS = {"victim-first-running": "victims", "arrival-tie-broken": "waiting"}
+
+
+def planted(seeds: range, layout: str) -> dict[str, Any]:
+    """The baseline and every planted divergence that applies to `layout`, on `seeds`."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "helpers"))
+    waiting_variants = importlib.import_module("waiting_variants")
+
+    # Made here: waiting_variants has no abort bug for requests in `waiting`.
+    extra = {
+        "AbortMissesWaiting": waiting_variants.broken_variant(
+            "AbortMissesWaiting",
+            waiting_variants.Change(
+                "abort",
+                "aborts requests in waiting without taking them out of the queue",
+                "self.waiting.remove_requests(by_place[IN_WAITING])",
+                "pass",
+            ),
+        )
+    }
+    results = {"baseline": sweep(seeds, layout)}
+    for name, layouts, _ in VARIANTS:
+        if layout in layouts:
+            factory = extra.get(name) or getattr(waiting_variants, name)
+            results[name] = sweep(seeds, layout, factory)
+    for tamper in TAMPERS:
+        results[tamper] = sweep(seeds, layout, tamper=tamper)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenarios", type=int, default=80)
+    parser.add_argument("--first-seed", type=int, default=20_000)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    layout = LAYOUT_OF_RELEASE[vllm_side.RELEASE]
+    seeds = range(args.first_seed, args.first_seed + args.scenarios)
+    with open(args.out, "w") as out:
+        json.dump(planted(seeds, layout), out, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

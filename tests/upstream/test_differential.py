@@ -1,0 +1,136 @@
+"""The differential run against vLLM's real `Scheduler`, and its teeth.
+
+Run by `make upstream` once per installed release (tests/conftest.py).
+`test_sweep` runs the release's scenarios and writes its entry of
+`build/upstream-report.json` (tools/upstream.py merges them). The teeth: a
+planted divergence of each class -- a broken `WaitingQueues` of
+`tests/helpers/waiting_variants.py`, or a tampered harness -- run in one `python -O`
+process (contracts off, so that the comparison, not a contract, must catch
+it) makes the differential run report differences in the field it touches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import vllm
+from differential import LAYOUT_OF_RELEASE, MODELLED_RELEASES, sweep
+from planted import TAMPER_FIELDS, VARIANTS
+
+import queueref.config
+
+pytestmark = pytest.mark.upstream
+
+RELEASE = os.environ["QUEUEREF_UPSTREAM_RELEASE"]
+SCENARIOS = int(os.environ.get("QUEUEREF_UPSTREAM_SCENARIOS", "1000"))
+LAYOUT = LAYOUT_OF_RELEASE[RELEASE]
+HERE = Path(__file__).resolve().parent
+OUT = HERE.parent.parent / "build" / "upstream"
+# The classes every sweep must exercise (scenarios that agreed and went through them).
+REQUIRED_CLASSES = (
+    "preempt",
+    "blocked",
+    "grammar-promoted",
+    "abort",
+    "finish",
+    "token-budget",
+    "max-num-seqs",
+    "priority-ties",
+    "streaming-paused",
+    "streaming-continued",
+    "streaming-paused-skipped",
+) + (("kv-holding-waiting", "max-num-active-seqs") if LAYOUT != "vllm-0.30" else ())
+PLANTED_SEEDS = (20_000, 20_080)
+
+
+@pytest.fixture(scope="module")
+def planted() -> dict[str, Any]:
+    """Every planted divergence, in one `python -O` process."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    out = OUT / f"planted-{RELEASE}.json"
+    out.unlink(missing_ok=True)
+    first, last = PLANTED_SEEDS
+    subprocess.run(
+        [
+            sys.executable,
+            "-O",
+            str(HERE / "planted.py"),
+            "--first-seed",
+            str(first),
+            "--scenarios",
+            str(last - first),
+            "--out",
+            str(out),
+        ],
+        check=True,
+        env=dict(os.environ),
+    )
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result
+
+
+def test_the_release_checked_is_the_one_named() -> None:
+    assert vllm.__version__ == RELEASE
+
+
+def test_sweep() -> None:
+    """The release's scenarios (cheap contracts on); writes its entry of the report."""
+    deep = queueref.config.deep_checks()
+    queueref.config.set_deep_checks(False)
+    try:
+        entry = sweep(range(SCENARIOS), LAYOUT, progress=True)
+    finally:
+        queueref.config.set_deep_checks(deep)
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / f"{RELEASE}.json").write_text(json.dumps(entry, indent=2) + "\n")
+    assert entry["crashes"] == 0, entry["first_crashes"]
+    if RELEASE in MODELLED_RELEASES:
+        assert entry["differences"] == 0, entry["first_differences"]
+    for name in REQUIRED_CLASSES:
+        assert entry["classes"].get(name, 0) > 0, (name, entry["classes"])
+
+
+def test_deep_contracts_hold_on_vllm_scenarios() -> None:
+    """Deep contracts on (tests/conftest.py): queueref's own checks hold on every step."""
+    assert queueref.config.deep_checks()
+    entry = sweep(range(10_000, 10_100), LAYOUT)
+    assert entry["crashes"] == 0, entry["first_crashes"]
+    if RELEASE in MODELLED_RELEASES:
+        assert entry["differences"] == 0, entry["first_differences"]
+
+
+def test_planted_baseline_agrees(planted: dict[str, Any]) -> None:
+    """The planted runs' seeds agree, contracts off, when nothing is planted."""
+    baseline = planted["baseline"]
+    assert baseline["crashes"] == 0, baseline["first_crashes"]
+    if RELEASE in MODELLED_RELEASES:
+        assert baseline["differences"] == 0, baseline["first_differences"]
+
+
+# Only the variants that break the layout under test (no skips).
+APPLICABLE = [(name, fields) for name, layouts, fields in VARIANTS if LAYOUT in layouts]
+
+
+@pytest.mark.parametrize(("variant", "fields"), APPLICABLE, ids=[v[0] for v in APPLICABLE])
+def test_a_broken_waiting_queues_is_caught(
+    planted: dict[str, Any], variant: str, fields: frozenset[str]
+) -> None:
+    entry = planted[variant]
+    assert entry["crashes"] == 0, entry["first_crashes"]
+    found = set(entry["difference_classes"])
+    assert entry["differences"] > 0 and found & fields, (variant, entry["difference_classes"])
+
+
+@pytest.mark.parametrize(("tamper", "field"), sorted(TAMPER_FIELDS.items()))
+def test_a_tampered_harness_is_caught(planted: dict[str, Any], tamper: str, field: str) -> None:
+    entry = planted[tamper]
+    assert entry["differences"] > 0 and field in entry["difference_classes"], (
+        tamper,
+        entry["difference_classes"],
+    )
