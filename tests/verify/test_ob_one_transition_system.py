@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from queueref.admission import protocol
-from queueref.admission.controller import AdmissionCheck, AdmissionController
+from queueref.admission.check import AdmissionCheck
+from queueref.admission.controller import AdmissionController
 from queueref.admission.shared_stats import SharedAdmissionStats
 from queueref.admission.tracker import RequestTracker
 from queueref.errors import QueueOverflowError

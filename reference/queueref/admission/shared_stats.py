@@ -439,6 +439,25 @@ class SharedAdmissionStats:
         return check.view
 
 
+#: Bound once: the hot path reads it on every check.
+_REQUEST_COUNT: Final = SharedAdmissionStats.REQUEST_COUNT
+
+
+def sum_in_one_pass(stats: SharedAdmissionStats, counter: int) -> int:
+    """Counter `counter` of every slot, summed in one C-level pass, as a check reads it.
+
+    Only for stats that `reads_in_one_pass`; a negative value raises
+    `AdmissionCounterError`. A function of the module rather than a method, so
+    that the admission check's hot path pays no contract.
+    """
+    view = stats._request_view if counter == _REQUEST_COUNT else stats._token_view
+    assert view is not None  # only for stats that read in one pass
+    values = view.tolist()
+    if min(values) < 0:
+        _checked_counts(values, counter)  # raises
+    return protocol._read_all(0, values)
+
+
 @icontract.require(
     lambda num_servers: is_int_at_least(num_servers, 1),
     "ADM-ALLOC-1: num_servers is an int >= 1",
