@@ -35,8 +35,8 @@ import icontract
 from queueref.admission import protocol
 from queueref.admission.check import AdmissionCheck
 from queueref.admission.postconditions import check_admission_postconditions, tracker_matches
-from queueref.admission.shared_stats import SharedAdmissionStats, sum_in_one_pass
-from queueref.admission.tracker import RequestTracker, tracker_counts
+from queueref.admission.shared_stats import SharedAdmissionStats, _checked_counts
+from queueref.admission.tracker import RequestTracker, own_token_view, tracker_counts
 from queueref.errors import MaxQueuedTokensError, QueueOverflowError
 from queueref.validators import is_int_at_least, is_limit
 
@@ -180,6 +180,9 @@ class AdmissionController:
             self._tracker.share_tokens()
         # ADM-CTL-11: what every `check_admission` needs, fixed at construction.
         self._one_pass = shared_stats is not None and shared_stats.reads_in_one_pass
+        if shared_stats is not None and self._one_pass:
+            self._read_requests = shared_stats.pass_reader(_REQUESTS)
+            self._read_tokens = shared_stats.pass_reader(_TOKENS)
         self._write_first_reqs = self.reserves
         self._write_first_tokens = self.reserves_tokens
 
@@ -364,16 +367,21 @@ class AdmissionController:
         try:
             view = None
             if limit is not None:
-                view = sum_in_one_pass(stats, _REQUESTS)
+                values = self._read_requests()  # type: ignore[misc]
+                if min(values) < 0:
+                    _checked_counts(values, _REQUESTS)  # raises
+                view = protocol._read_all(0, values)
                 if not protocol.admits(self._protocol, view, n, limit):
                     raise QueueOverflowError(view=view, n=n, limit=limit)
             if token_limit is not None:
                 if self._token_scope == "shared":
-                    queued = sum_in_one_pass(stats, _TOKENS)
+                    values = self._read_tokens()  # type: ignore[misc]
+                    if min(values) < 0:
+                        _checked_counts(values, _TOKENS)  # raises
+                    queued = protocol._read_all(0, values)
                 else:
                     # ADM-RISK-2: the local scope reads the own tokens, never counter 1.
-                    _, _, own_tokens, own_reserved_tokens = tracker_counts(tracker)
-                    queued = own_tokens + own_reserved_tokens
+                    queued = own_token_view(tracker)
                 if tokens_reserved:
                     admitted = protocol.keeps_reservation(queued, token_limit)
                 else:

@@ -235,6 +235,23 @@ class SharedAdmissionStats:
         """Whether a whole pass reads every slot in one C-level pass."""  # ADM-CTL-11
         return self._request_view is not None
 
+    @require(
+        lambda counter: (
+            counter in (SharedAdmissionStats.REQUEST_COUNT, SharedAdmissionStats.QUEUED_TOKENS)
+        ),
+        "ADM-CTL-11: the counter is 0 (requests) or 1 (queued tokens)",
+    )
+    def pass_reader(self, counter: int) -> Callable[[], list[int]] | None:
+        """The one-pass read of counter `counter` of every slot, or None.
+
+        Over a C-level buffer a function that loads every slot's counter once, in
+        index order, in C (`tolist` of a strided view), for a caller that reads on
+        every request and checks the values itself (`_checked_counts`); None over any
+        other buffer, read slot by slot.
+        """
+        view = self._request_view if counter == self.REQUEST_COUNT else self._token_view
+        return None if view is None else view.tolist
+
     def _read_all_slots(self, counter: int = 0) -> list[int]:
         """Counter `counter` of every slot, in index order, as one pass reads it.
 
@@ -420,25 +437,6 @@ class SharedAdmissionStats:
         while not check.done(self._client_count):
             check = check.read(read(check.next_slot))
         return check.view
-
-
-#: Bound once: the hot path reads it on every check.
-_REQUEST_COUNT: Final = SharedAdmissionStats.REQUEST_COUNT
-
-
-def sum_in_one_pass(stats: SharedAdmissionStats, counter: int) -> int:
-    """Counter `counter` of every slot, summed in one C-level pass, as a check reads it.
-
-    Only for stats that `reads_in_one_pass`; a negative value raises
-    `AdmissionCounterError`. A function of the module rather than a method, so
-    that the admission check's hot path pays no contract.
-    """
-    view = stats._request_view if counter == _REQUEST_COUNT else stats._token_view
-    assert view is not None  # only for stats that read in one pass
-    values = view.tolist()
-    if min(values) < 0:
-        _checked_counts(values, counter)  # raises
-    return protocol._read_all(0, values)
 
 
 @require(
