@@ -62,8 +62,8 @@ GUARD_REMOVALS = [
         # A precondition declared once (`queueref.preconditions.require`) is the guard.
         name="ADM-TOK-6 negative token limit accepted",
         module="admission/shared_stats.py",
-        old="lambda max_num_queued_tokens: is_limit(max_num_queued_tokens),\n    \"ADM-TOK-6",
-        new="lambda max_num_queued_tokens: True,\n    \"ADM-TOK-6",
+        old='lambda max_num_queued_tokens: is_limit(max_num_queued_tokens),\n    "ADM-TOK-6',
+        new='lambda max_num_queued_tokens: True,\n    "ADM-TOK-6',
         test_file="admission/test_admission_tokens.py",
         test="test_allocation_for_a_token_limit_alone",
     ),
