@@ -86,6 +86,7 @@ def _kept(precondition: _Precondition, function: _Function) -> _Function:
                 shown = ", ".join(
                     f"{name} was {value!r}"
                     for (name, _, _), value in zip(where, values, strict=True)
+                    if name != "self"  # the whole object: too long to name the problem
                 )
                 raise check.error(f"{check.description}: {shown}")
         return function(*args, **kwargs)

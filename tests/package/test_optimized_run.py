@@ -67,6 +67,14 @@ GUARD_REMOVALS = [
         test_file="admission/test_admission_tokens.py",
         test="test_allocation_for_a_token_limit_alone",
     ),
+    GuardRemoval(
+        name="WL-ENQ-2 running request enqueued",
+        module="waiting/lifecycle.py",
+        old="not is_lifecycle_request(request)\n            or request.status in READY_STATUSES",
+        new="True\n            or request.status in READY_STATUSES",
+        test_file="waiting/test_waiting.py",
+        test="test_enqueue_rejects",
+    ),
 ]
 
 
