@@ -40,6 +40,11 @@ print(refused(lambda: admit(3, limit=2)))   # by keyword, its own error type
 print(refused(lambda: admit(2, 2)))         # by position
 print(refused(lambda: admit()))             # a missing argument: the call's own TypeError
 print(len(admit.__kept_preconditions__), hasattr(admit.__wrapped__, "__wrapped__"))  # one wrapper
+@require(lambda first, flag: first > 0 or flag, "X-3: first is positive unless flagged")
+def many(first, *rest, flag=False, **extra):
+    return first, rest, flag, extra
+
+print(many(1, 2, 3, flag=False, x=4), refused(lambda: many(0, 2)), many(0, flag=True))
 if len(sys.argv) > 1:  # the broken variant: a kept check that never refuses
     never = require(lambda n: True, "X-1: n is an int >= 1")(lambda n: n)
     print(refused(lambda: never(0)))
@@ -67,6 +72,8 @@ EXPECTED = [
     "accepted",
     "TypeError: admit() missing 1 required positional argument: 'n'",
     "2 False",
+    "(1, (2, 3), False, {'x': 4}) ValueError: X-3: first is positive unless flagged: "
+    "first was 0, flag was False (0, (), True, {})",
 ]
 
 
