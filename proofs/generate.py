@@ -2,7 +2,8 @@
 
 An obligation takes the whole state of a fixed number of servers as scalar `int` arguments
 (CrossHair makes each one a symbolic integer), assumes the inductive invariant, takes one
-step with the step functions of `queueref.verify.inductive` and must re-establish the
+step with the step functions of `queueref.verify.inductive` (one module per model) and
+must re-establish the
 invariant and the bound. Spelling out 35 to 89 parameters by hand would hide the few lines
 that matter, so this script writes them; the files it writes are committed, and
 `tests/verify/test_ob_proofs.py` checks that they are what this script writes.
@@ -30,12 +31,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "reference"))
 
 from queueref.admission import protocol  # noqa: E402
-from queueref.verify import inductive  # noqa: E402
-from queueref.verify.inductive import (  # noqa: E402
-    atomic_names,
-    fine_names,
-    reserve_names,
-)
+from queueref.verify.inductive import atomic, common, fine, write_then_check  # noqa: E402
+from queueref.verify.inductive.atomic import atomic_names  # noqa: E402
+from queueref.verify.inductive.fine import fine_names  # noqa: E402
+from queueref.verify.inductive.write_then_check import reserve_names  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "proofs"))
 from mutations import (  # noqa: E402
@@ -98,7 +97,7 @@ class Family:
     bound_doc: str
     bound_requirement: str
     names: list[str]  # state parameter names
-    names_function: str  # the function of queueref.verify.inductive that lists them
+    names_function: str  # the kernel function that lists them
     obligations: list[Obligation]
 
 
@@ -510,7 +509,10 @@ IMPORTABLE: dict[str, set[str]] = {
     "collections.abc": {"Sequence"},
     "functools": {"partial"},
     "typing": {"Any"},
-    "queueref.verify.inductive": _defined_names(inductive),
+    **{
+        kernel.__name__: _defined_names(kernel)
+        for kernel in (atomic, common, fine, write_then_check)
+    },
     "queueref.admission.protocol": _defined_names(protocol),
 }
 

@@ -7,7 +7,8 @@ that a change no longer applies, generation fails with the change's name, and
 `tests/verify/test_ob_proofs.py::test_generated_obligation_files_are_current` fails while a
 generated file is stale -- so a broken copy cannot drift from what it breaks.
 
-* `STEP_MUTANTS`: broken step functions of `queueref.verify.inductive`, copied into the
+* `STEP_MUTANTS`: broken step functions of the kernels in `queueref.verify.inductive`
+  (one module per model), copied into the
   mutant obligation files of `proofs/mutants/` (one list per model);
 * `BROKEN_FILES`: whole broken copies of a file (a bug in some of its functions).
 
@@ -22,7 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-INDUCTIVE = "reference/queueref/verify/inductive.py"
+#: The inductive kernels, one module per model; a broken step is copied from the one that
+#: defines its original.
+INDUCTIVE = "reference/queueref/verify/inductive"
+KERNELS = ("atomic", "fine", "write_then_check")
 
 
 class ChangeDoesNotApply(ValueError):
@@ -41,7 +45,8 @@ class Change:
 
 @dataclass(frozen=True)
 class BrokenFunction:
-    """A copy of `original` (in `INDUCTIVE`) named `name`, with `changes` applied."""
+    """A copy of `original` (a function of a kernel in `INDUCTIVE`) named `name`, with
+    `changes` applied."""
 
     name: str
     original: str
@@ -86,10 +91,22 @@ def apply(source: str, changes: tuple[Change, ...]) -> str:
     return source
 
 
+def kernel_source(function: str) -> tuple[str, str]:
+    """The kernel module (`fine`, ...) that defines top-level `function`, and its source."""
+    for kernel in KERNELS:
+        source = (ROOT / INDUCTIVE / f"{kernel}.py").read_text()
+        if any(
+            isinstance(node, ast.FunctionDef) and node.name == function
+            for node in ast.parse(source).body
+        ):
+            return kernel, source
+    raise ChangeDoesNotApply(f"no kernel in {INDUCTIVE} defines {function!r}")
+
+
 def broken_function(broken: BrokenFunction) -> str:
     """The source of a broken step function: the original, renamed, its docstring naming
     the bug, the changes applied."""
-    source = (ROOT / INDUCTIVE).read_text()
+    kernel, source = kernel_source(broken.original)
     start, end = function_span(source, broken.original)
     text = apply(source[start:end], broken.changes)
     node = ast.parse(text).body[0]
@@ -97,7 +114,7 @@ def broken_function(broken: BrokenFunction) -> str:
     lines = text.splitlines()
     bugs = "; ".join(change.bug for change in broken.changes)
     doc = textwrap.wrap(
-        f'"""BROKEN copy of inductive.{broken.original}: {bugs}."""',
+        f'"""BROKEN copy of inductive.{kernel}.{broken.original}: {bugs}."""',
         width=92,
         initial_indent="    ",
         subsequent_indent="    ",

@@ -38,7 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "reference"))
 
 import z3  # noqa: E402
 
-from queueref.verify import inductive as ind  # noqa: E402
+from queueref.verify.inductive import fine  # noqa: E402
+from queueref.verify.inductive import write_then_check as wtc  # noqa: E402
 
 
 class _Explorer:
@@ -161,7 +162,7 @@ def check_step(
     return Check(name, status, time.perf_counter() - began, paths)
 
 
-def fine_checks(servers: int, invariant: Callable[..., Any] = ind.fine_invariant) -> list[Any]:
+def fine_checks(servers: int, invariant: Callable[..., Any] = fine.fine_invariant) -> list[Any]:
     """(name, guard, step, conclusion) of every fine obligation at `servers`."""
     N = servers
     out: list[Any] = []
@@ -170,7 +171,7 @@ def fine_checks(servers: int, invariant: Callable[..., Any] = ind.fine_invariant
             (
                 f"fine_n{N}_start_{p}",
                 lambda e, p=p: z3.And(e[f"b{p}"] == 0, e["n"] >= 1, e["n"] <= e["W"]),
-                lambda e, s, p=p: ind.fine_start(N, e["M"], s, p, e["n"]),
+                lambda e, s, p=p: fine.fine_start(N, e["M"], s, p, e["n"]),
                 None,
             )
         )
@@ -179,7 +180,7 @@ def fine_checks(servers: int, invariant: Callable[..., Any] = ind.fine_invariant
                 (
                     f"fine_n{N}_read_{p}_{j}",
                     lambda e, p=p, j=j: z3.And(e[f"b{p}"] == 1, e[f"k{p}"] == j),
-                    lambda e, s, p=p, j=j: ind.fine_read(N, s, p, j),
+                    lambda e, s, p=p, j=j: fine.fine_read(N, s, p, j),
                     None,
                 )
             )
@@ -187,7 +188,7 @@ def fine_checks(servers: int, invariant: Callable[..., Any] = ind.fine_invariant
             (
                 f"fine_n{N}_decide_{p}",
                 lambda e, p=p: z3.And(e[f"b{p}"] == 1, e[f"k{p}"] == N),
-                lambda e, s, p=p: ind.fine_decide(N, e["M"], s, p),
+                lambda e, s, p=p: fine.fine_decide(N, e["M"], s, p),
                 None,
             )
         )
@@ -195,7 +196,7 @@ def fine_checks(servers: int, invariant: Callable[..., Any] = ind.fine_invariant
             (
                 f"fine_n{N}_finish_{p}",
                 lambda e, p=p: e[f"c{p}"] >= 1,
-                lambda e, s, p=p: ind.fine_finish(N, s, p),
+                lambda e, s, p=p: fine.fine_finish(N, s, p),
                 None,
             )
         )
@@ -204,7 +205,7 @@ def fine_checks(servers: int, invariant: Callable[..., Any] = ind.fine_invariant
             f"fine_n{N}_bound",
             lambda e: z3.BoolVal(True),
             lambda e, s: s,
-            lambda M, W, s: ind.fine_bound(N, M, W, s),
+            lambda M, W, s: fine.fine_bound(N, M, W, s),
         )
     )
     return out
@@ -218,7 +219,7 @@ def reserve_checks(servers: int) -> list[Any]:
             (
                 f"wtc_n{N}_start_{p}",
                 lambda e, p=p: z3.And(e[f"b{p}"] == 0, e["n"] >= 1, e["n"] <= e["W"]),
-                lambda e, s, p=p: ind.reserve_start(N, s, p, e["n"]),
+                lambda e, s, p=p: wtc.reserve_start(N, s, p, e["n"]),
                 None,
             )
         )
@@ -227,7 +228,7 @@ def reserve_checks(servers: int) -> list[Any]:
                 (
                     f"wtc_n{N}_read_{p}_{j}",
                     lambda e, p=p, j=j: z3.And(e[f"b{p}"] == 1, e[f"k{p}"] == j),
-                    lambda e, s, p=p, j=j: ind.reserve_read(N, s, p, j),
+                    lambda e, s, p=p, j=j: wtc.reserve_read(N, s, p, j),
                     None,
                 )
             )
@@ -235,7 +236,7 @@ def reserve_checks(servers: int) -> list[Any]:
             (
                 f"wtc_n{N}_decide_{p}",
                 lambda e, p=p: z3.And(e[f"b{p}"] == 1, e[f"k{p}"] == N),
-                lambda e, s, p=p: ind.reserve_decide(N, e["M"], s, p),
+                lambda e, s, p=p: wtc.reserve_decide(N, e["M"], s, p),
                 None,
             )
         )
@@ -243,7 +244,7 @@ def reserve_checks(servers: int) -> list[Any]:
             (
                 f"wtc_n{N}_finish_{p}",
                 lambda e, p=p: e[f"c{p}"] - e[f"n{p}"] >= 1,
-                lambda e, s, p=p: ind.reserve_finish(N, s, p),
+                lambda e, s, p=p: wtc.reserve_finish(N, s, p),
                 None,
             )
         )
@@ -252,7 +253,7 @@ def reserve_checks(servers: int) -> list[Any]:
             f"wtc_n{N}_bound",
             lambda e: z3.BoolVal(True),
             lambda e, s: s,
-            lambda M, W, s: ind.reserve_hard_cap(N, M, s),
+            lambda M, W, s: wtc.reserve_hard_cap(N, M, s),
         )
     )
     return out
@@ -260,11 +261,11 @@ def reserve_checks(servers: int) -> list[Any]:
 
 def run_model(model: str, servers: int, invariant: Callable[..., Any] | None = None) -> list[Check]:
     if model == "fine":
-        names, checks = ind.fine_names(servers), fine_checks(servers)
-        inv = invariant or ind.fine_invariant
+        names, checks = fine.fine_names(servers), fine_checks(servers)
+        inv = invariant or fine.fine_invariant
     else:
-        names, checks = ind.reserve_names(servers), reserve_checks(servers)
-        inv = invariant or ind.reserve_invariant
+        names, checks = wtc.reserve_names(servers), reserve_checks(servers)
+        inv = invariant or wtc.reserve_invariant
     return [
         check_step(name, names, inv, guard, step, servers, conclusion)
         for name, guard, step, conclusion in checks
@@ -314,8 +315,8 @@ def main(argv: list[str] | None = None) -> int:
                 for c in checks
             ]
         if args.teeth:
-            conjuncts = ind.FINE_CONJUNCTS if model == "fine" else ind.RESERVE_CONJUNCTS
-            base = ind.fine_invariant if model == "fine" else ind.reserve_invariant
+            conjuncts = fine.FINE_CONJUNCTS if model == "fine" else wtc.RESERVE_CONJUNCTS
+            base = fine.fine_invariant if model == "fine" else wtc.reserve_invariant
             for conjunct in conjuncts:
                 weak = partial(base, drop=(conjunct,))
                 checks = run_model(model, 2, weak)

@@ -122,6 +122,20 @@ _QUEUE_TESTS = (
     "tests/queues/test_queue_checks.py",
 )
 
+#: The controller's tests; they also pin the step-wise check and the postconditions.
+_CONTROLLER_TESTS = (
+    "tests/admission/test_admission.py",
+    "tests/admission/test_admission_front.py",
+    "tests/admission/test_admission_machine.py",
+    "tests/admission/test_admission_one_pass.py",
+    "tests/admission/test_admission_tokens.py",
+    "tests/package/test_validators.py",
+    "tests/admission/test_admission_pins.py",
+    "tests/admission/test_admission_controller.py",
+    "tests/admission/test_admission_contracts.py",
+    "tests/admission/test_admission_step_guard.py",
+)
+
 MODULES: dict[str, Target] = {
     "queues/factory.py": Target("reference/queueref/queues/factory.py", _QUEUE_TESTS),
     **{
@@ -133,21 +147,10 @@ MODULES: dict[str, Target] = {
         f"{name}.py": Target(f"reference/queueref/{name}.py", _LIFECYCLE_TESTS)
         for name in _LIFECYCLE_MODULES
     },
-    "admission/controller.py": Target(
-        "reference/queueref/admission/controller.py",
-        (
-            "tests/admission/test_admission.py",
-            "tests/admission/test_admission_front.py",
-            "tests/admission/test_admission_machine.py",
-            "tests/admission/test_admission_one_pass.py",
-            "tests/admission/test_admission_tokens.py",
-            "tests/package/test_validators.py",
-            "tests/admission/test_admission_pins.py",
-            "tests/admission/test_admission_controller.py",
-            "tests/admission/test_admission_contracts.py",
-            "tests/admission/test_admission_step_guard.py",
-        ),
-    ),
+    **{
+        f"admission/{name}.py": Target(f"reference/queueref/admission/{name}.py", _CONTROLLER_TESTS)
+        for name in ("controller", "check", "postconditions")
+    },
     "admission/tracker.py": Target(
         "reference/queueref/admission/tracker.py",
         (

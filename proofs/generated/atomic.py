@@ -21,12 +21,14 @@ from typing import Any
 
 import icontract
 
-from queueref.verify.inductive import (
+from queueref.verify.inductive.atomic import (
     atomic_bound,
     atomic_initial,
     atomic_invariant,
     atomic_names,
     atomic_step,
+)
+from queueref.verify.inductive.common import (
     pack_state,
     state_condition,
 )

@@ -21,8 +21,11 @@ from typing import Any
 
 import icontract
 
-from queueref.verify.inductive import (
+from queueref.verify.inductive.common import (
     pack_state,
+    state_condition,
+)
+from queueref.verify.inductive.write_then_check import (
     reserve_decide,
     reserve_finish,
     reserve_hard_cap,
@@ -31,7 +34,6 @@ from queueref.verify.inductive import (
     reserve_names,
     reserve_read,
     reserve_start,
-    state_condition,
 )
 
 NAMES_3 = reserve_names(3)

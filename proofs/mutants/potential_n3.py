@@ -8,7 +8,7 @@ satisfies it and is not reachable, so it cannot serve as the inductive invariant
 must refute the obligation below. The research note's counterexample (N=3, M=3, W=1):
 c = [2, 2, 1], readers 0 and 1 have read slots 0 and 1 with partial sums 2 each, server 2
 finishes one request and both prospective views drop to 3: the potential goes from 5 to 6.
-The invariant that works is `queueref.verify.inductive.fine_invariant` (OB-FINE-1).
+The invariant that works is `queueref.verify.inductive.fine.fine_invariant` (OB-FINE-1).
 """
 
 from __future__ import annotations

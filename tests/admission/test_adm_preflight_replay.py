@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from queueref.admission.controller import AdmissionCheck, AdmissionController
+from queueref.admission.check import AdmissionCheck
+from queueref.admission.controller import AdmissionController
 from queueref.admission.protocol import AdmissionPath, Protocol
 from queueref.admission.shared_stats import SharedAdmissionStats
 from queueref.errors import QueueOverflowError

@@ -20,7 +20,8 @@ from method_variants import Change, method_variant
 
 from queueref import AdmissionController, RequestTracker, SharedAdmissionStats
 from queueref.admission import protocol as protocol_module
-from queueref.admission.controller import AdmissionCheck, AdmissionMode
+from queueref.admission.check import AdmissionCheck
+from queueref.admission.controller import AdmissionMode
 from queueref.errors import AdmissionCounterError
 
 

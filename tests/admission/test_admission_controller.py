@@ -18,7 +18,8 @@ from method_variants import Change, method_variant
 
 from queueref import AdmissionController, SharedAdmissionStats
 from queueref.admission import protocol as protocol_module
-from queueref.admission.controller import AdmissionCheck, is_token_backlog_full
+from queueref.admission.check import AdmissionCheck
+from queueref.admission.controller import is_token_backlog_full
 from queueref.errors import MaxQueuedTokensError
 
 

@@ -54,7 +54,8 @@ from queueref import (
     create_request_queue,
 )
 from queueref.admission import protocol
-from queueref.admission.controller import AdmissionCheck, AdmissionMode
+from queueref.admission.check import AdmissionCheck
+from queueref.admission.controller import AdmissionMode
 from queueref.admission.protocol import overshoot_bound
 from queueref.queues.factory import RequestQueue
 from queueref.verify.tokens import Rule, token_bound

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from queueref import AdmissionController, QueueOverflowError, SharedAdmissionStats
-from queueref.admission.controller import AdmissionCheck
+from queueref.admission.check import AdmissionCheck
 
 pytestmark = pytest.mark.guard
 

@@ -390,6 +390,7 @@ def test_shared_scope_turns_on_the_given_trackers_token_writes() -> None:
     assert controller.token_scope == "shared" and tracker.shares_tokens and counters[9] == 12
 
 
+@pytest.mark.guard
 def test_allocation_for_a_token_limit_alone() -> None:
     """ADM-TOK-6, ADM-ALLOC-1: several servers with only a token limit get the buffer."""
     assert len(allocate_admission_counters(3, None, 100)) == 24

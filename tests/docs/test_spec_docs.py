@@ -21,6 +21,8 @@ ID = re.compile(r"\b(?:RQ|WL|ADM|OB|ORC|E2E)-[A-Z0-9]+(?:-[A-Z0-9]+)*\b")
 #: Modules whose docstrings carry no requirement ID. The modules of other
 #: branches (queues, waiting, http, oracle checkers, ...) join this list as they are cleaned.
 CLEAN_MODULES = (
+    "admission/check.py",
+    "admission/postconditions.py",
     "admission/controller.py",
     "errors.py",
     "trace/events.py",
@@ -131,6 +133,7 @@ API_MODULES = (
     "validators",
     "admission.shared_stats",
     "admission.tracker",
+    "admission.check",
     "admission.controller",
     "admission.front",
     "trace.events",

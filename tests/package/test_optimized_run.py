@@ -58,6 +58,23 @@ GUARD_REMOVALS = [
         test_file="admission/test_tracker.py",
         test="test_child_id_collision_with_a_later_parent",
     ),
+    GuardRemoval(
+        # A precondition declared once (`queueref.preconditions.require`) is the guard.
+        name="ADM-TOK-6 negative token limit accepted",
+        module="admission/shared_stats.py",
+        old='lambda max_num_queued_tokens: is_limit(max_num_queued_tokens),\n    "ADM-TOK-6',
+        new='lambda max_num_queued_tokens: True,\n    "ADM-TOK-6',
+        test_file="admission/test_admission_tokens.py",
+        test="test_allocation_for_a_token_limit_alone",
+    ),
+    GuardRemoval(
+        name="WL-ENQ-2 running request enqueued",
+        module="waiting/lifecycle.py",
+        old="not is_lifecycle_request(request)\n            or request.status in READY_STATUSES",
+        new="True\n            or request.status in READY_STATUSES",
+        test_file="waiting/test_waiting.py",
+        test="test_enqueue_rejects",
+    ),
 ]
 
 

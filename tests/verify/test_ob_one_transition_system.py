@@ -18,12 +18,14 @@ from typing import Any
 import pytest
 
 from queueref.admission import protocol
-from queueref.admission.controller import AdmissionCheck, AdmissionController
+from queueref.admission.check import AdmissionCheck
+from queueref.admission.controller import AdmissionController
 from queueref.admission.shared_stats import SharedAdmissionStats
 from queueref.admission.tracker import RequestTracker
 from queueref.errors import QueueOverflowError
-from queueref.verify import inductive as ind
 from queueref.verify.admission_models import CheckThenWrite, Model, State, Step, WriteThenCheck
+from queueref.verify.inductive import fine
+from queueref.verify.inductive import write_then_check as wtc
 from queueref.verify.search import explore, worst_spurious_rejection
 
 
@@ -43,7 +45,7 @@ def random_walk(model: Model, steps: int, rnd: random.Random) -> list[Step]:
 
 
 def _fine_view(servers: int, ghost: tuple[Any, ...]) -> tuple[Any, ...]:
-    st = ind.FineState(servers, ghost)
+    st = fine.FineState(servers, ghost)
     readers = tuple(
         (st.n[p], st.k[p], st.v[p] if st.k[p] < servers else 0) if st.busy[p] else (0, 0, 0)
         for p in range(servers)
@@ -68,28 +70,28 @@ def test_check_then_write_explorer_and_proof_kernels_agree_step_by_step() -> Non
     for trial in range(40):
         servers, cap, weight = 2 + trial % 3, 1 + trial % 4, 1 + trial % 3
         model = CheckThenWrite(servers, cap, weight)
-        state, ghost = model.initial(), ind.fine_initial(servers)
+        state, ghost = model.initial(), fine.fine_initial(servers)
         for step in random_walk(model, 120, rnd):
             state = model.step(state, step)
             p = step.server
             if step.action == "start":
-                ghost = ind.fine_start(servers, cap, ghost, p, step.arg)
+                ghost = fine.fine_start(servers, cap, ghost, p, step.arg)
             elif step.action == "read":
-                ghost = ind.fine_read(servers, ghost, p, step.arg)
+                ghost = fine.fine_read(servers, ghost, p, step.arg)
             elif step.action == "reject":
                 for slot in range(step.arg, servers):
-                    ghost = ind.fine_read(servers, ghost, p, slot)
-                before = ind.FineState(servers, ghost).c
-                ghost = ind.fine_decide(servers, cap, ghost, p)
-                assert ind.FineState(servers, ghost).c == before  # rejected: nothing written
+                    ghost = fine.fine_read(servers, ghost, p, slot)
+                before = fine.FineState(servers, ghost).c
+                ghost = fine.fine_decide(servers, cap, ghost, p)
+                assert fine.FineState(servers, ghost).c == before  # rejected: nothing written
             elif step.action == "admit":
-                before = ind.FineState(servers, ghost).c[p]
-                ghost = ind.fine_decide(servers, cap, ghost, p)
-                assert ind.FineState(servers, ghost).c[p] > before  # admitted
+                before = fine.FineState(servers, ghost).c[p]
+                ghost = fine.fine_decide(servers, cap, ghost, p)
+                assert fine.FineState(servers, ghost).c[p] > before  # admitted
             else:
-                ghost = ind.fine_finish(servers, ghost, p)
+                ghost = fine.fine_finish(servers, ghost, p)
             assert _fine_view(servers, ghost) == _explorer_view(model, state), step
-            assert ind.fine_invariant(servers, cap, weight, ghost)
+            assert fine.fine_invariant(servers, cap, weight, ghost)
 
 
 def test_write_then_check_explorer_and_proof_kernels_agree_step_by_step() -> None:
@@ -99,24 +101,24 @@ def test_write_then_check_explorer_and_proof_kernels_agree_step_by_step() -> Non
     for trial in range(40):
         servers, cap, weight = 2 + trial % 3, trial % 4, 1 + trial % 3
         model = WriteThenCheck(servers, cap, weight)
-        state, ghost = model.initial(), ind.reserve_initial(servers)
+        state, ghost = model.initial(), wtc.reserve_initial(servers)
         for step in random_walk(model, 120, rnd):
             state = model.step(state, step)
             p = step.server
             if step.action == "start":
-                ghost = ind.reserve_start(servers, ghost, p, step.arg)
+                ghost = wtc.reserve_start(servers, ghost, p, step.arg)
             elif step.action == "read":
-                ghost = ind.reserve_read(servers, ghost, p, step.arg)
+                ghost = wtc.reserve_read(servers, ghost, p, step.arg)
                 if model.dec[state[servers + p]][1] == servers:  # decided: read the rest now
                     for slot in range(step.arg + 1, servers):
-                        ghost = ind.reserve_read(servers, ghost, p, slot)
+                        ghost = wtc.reserve_read(servers, ghost, p, slot)
             elif step.action in ("keep", "rollback"):
-                st = ind.ReserveState(servers, ghost)
+                st = wtc.ReserveState(servers, ghost)
                 assert protocol.keeps_reservation(st.v[p], cap) == (step.action == "keep")
-                ghost = ind.reserve_decide(servers, cap, ghost, p)
+                ghost = wtc.reserve_decide(servers, cap, ghost, p)
             else:
-                ghost = ind.reserve_finish(servers, ghost, p)
-            st = ind.ReserveState(servers, ghost)
+                ghost = wtc.reserve_finish(servers, ghost, p)
+            st = wtc.ReserveState(servers, ghost)
             readers = tuple(
                 (st.n[q], st.k[q], 0 if st.k[q] == servers else st.v[q]) for q in range(servers)
             )
@@ -125,8 +127,8 @@ def test_write_then_check_explorer_and_proof_kernels_agree_step_by_step() -> Non
                 for n, k, v in (model.dec[state[servers + q]] for q in range(servers))
             )
             assert (tuple(st.c), readers) == (state[:servers], explorer_readers), step
-            assert ind.reserve_admitted(servers, ghost) == model.admitted(state)
-            assert ind.reserve_invariant(servers, cap, weight, ghost)
+            assert wtc.reserve_admitted(servers, ghost) == model.admitted(state)
+            assert wtc.reserve_invariant(servers, cap, weight, ghost)
 
 
 #: Small enough to search exhaustively in a few seconds in all.

@@ -21,7 +21,8 @@ from typing import Any
 import icontract
 import pytest
 
-from queueref.verify import inductive as ind
+from queueref.verify.inductive import atomic, fine
+from queueref.verify.inductive import write_then_check as wtc
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,7 +90,13 @@ def test_broken_copies_differ_from_their_originals_only_by_their_named_changes()
         changed = {change.function for change in broken.changes}
         for name, text in original.items():
             assert (copy[name] != text) == (name in changed), name
-    inductive = _functions((ROOT / mutations.INDUCTIVE).read_text())
+    inductive = {
+        name: text
+        for kernel in mutations.KERNELS
+        for name, text in _functions(
+            (ROOT / mutations.INDUCTIVE / f"{kernel}.py").read_text()
+        ).items()
+    }
     for step_mutants in mutations.STEP_MUTANTS.values():
         for broken in step_mutants:
             copy = mutations.broken_function(broken)
@@ -119,7 +126,7 @@ def test_manifests_cover_every_transition_and_pair_every_confirmation(
                 expected |= {f"{prefix}_n{n}_finish_{p}"}
                 expected |= {f"{prefix}_n{n}_read_{p}_{j}" for j in range(n)}
             assert expected <= names, sorted(expected - names)
-        conjuncts = ind.FINE_CONJUNCTS if model == "fine" else ind.RESERVE_CONJUNCTS
+        conjuncts = fine.FINE_CONJUNCTS if model == "fine" else wtc.RESERVE_CONJUNCTS
         dropped = {
             e["target"].rpartition("_without_")[2] for e in entries if "_without_" in e["target"]
         }
@@ -168,12 +175,12 @@ def test_dropping_a_conjunct_gives_a_counterexample(run_proofs: ModuleType) -> N
     args = _counterexample_args(run.detail, function)
     cap, weight, state = args[0], args[1], tuple(args[2:])
     weak = ("order",)
-    assert ind.fine_invariant(2, cap, weight, state, drop=weak)
-    st = ind.FineState(2, state)
+    assert fine.fine_invariant(2, cap, weight, state, drop=weak)
+    st = fine.FineState(2, state)
     assert st.busy[0] == 1 and st.k[0] == 2  # the guard of the decide step
-    after = ind.fine_decide(2, cap, state, 0)
-    assert not ind.fine_invariant(2, cap, weight, after, drop=weak)
-    assert not ind.fine_invariant(2, cap, weight, state)  # not a state the invariant allows
+    after = fine.fine_decide(2, cap, state, 0)
+    assert not fine.fine_invariant(2, cap, weight, after, drop=weak)
+    assert not fine.fine_invariant(2, cap, weight, state)  # not a state the invariant allows
 
 
 @pytest.mark.contracts
@@ -328,19 +335,19 @@ def test_run_proofs_rejects_a_crashing_mutant_and_one_that_breaks_another_condit
 def _walk_fine(
     servers: int, cap: int, weight: int, steps: int, rnd: random.Random
 ) -> list[tuple[Any, ...]]:
-    state = ind.fine_initial(servers)
+    state = fine.fine_initial(servers)
     states = [state]
     for _ in range(steps):
-        st = ind.FineState(servers, state)
+        st = fine.FineState(servers, state)
         p = rnd.randrange(servers)
         if rnd.random() < 0.2 and st.c[p] >= 1:
-            state = ind.fine_finish(servers, state, p)
+            state = fine.fine_finish(servers, state, p)
         elif st.busy[p] == 0:
-            state = ind.fine_start(servers, cap, state, p, rnd.randint(1, weight))
+            state = fine.fine_start(servers, cap, state, p, rnd.randint(1, weight))
         elif st.k[p] < servers:
-            state = ind.fine_read(servers, state, p, st.k[p])
+            state = fine.fine_read(servers, state, p, st.k[p])
         else:
-            state = ind.fine_decide(servers, cap, state, p)
+            state = fine.fine_decide(servers, cap, state, p)
         states.append(state)
     return states
 
@@ -352,30 +359,30 @@ def test_the_invariants_hold_on_concrete_runs_and_imply_the_bound() -> None:
     for trial in range(60):
         servers, cap, weight = 2 + trial % 3, trial % 5, 1 + trial % 3
         for state in _walk_fine(servers, cap, weight, 150, rnd):
-            assert ind.fine_invariant(servers, cap, weight, state)
-            assert ind.fine_bound(servers, cap, weight, state)
-        state = ind.reserve_initial(servers)
+            assert fine.fine_invariant(servers, cap, weight, state)
+            assert fine.fine_bound(servers, cap, weight, state)
+        state = wtc.reserve_initial(servers)
         for _ in range(150):
-            rs = ind.ReserveState(servers, state)
+            rs = wtc.ReserveState(servers, state)
             p = rnd.randrange(servers)
             if rnd.random() < 0.2 and rs.c[p] - rs.n[p] >= 1:
-                state = ind.reserve_finish(servers, state, p)
+                state = wtc.reserve_finish(servers, state, p)
             elif rs.busy[p] == 0:
-                state = ind.reserve_start(servers, state, p, rnd.randint(1, weight))
+                state = wtc.reserve_start(servers, state, p, rnd.randint(1, weight))
             elif rs.k[p] < servers:
-                state = ind.reserve_read(servers, state, p, rs.k[p])
+                state = wtc.reserve_read(servers, state, p, rs.k[p])
             else:
-                state = ind.reserve_decide(servers, cap, state, p)
-            assert ind.reserve_invariant(servers, cap, weight, state)
-            assert ind.reserve_hard_cap(servers, cap, state)
-        state = ind.atomic_initial(servers)
+                state = wtc.reserve_decide(servers, cap, state, p)
+            assert wtc.reserve_invariant(servers, cap, weight, state)
+            assert wtc.reserve_hard_cap(servers, cap, state)
+        state = atomic.atomic_initial(servers)
         for _ in range(100):
             action, server = rnd.randrange(3), rnd.randrange(servers)
-            state = ind.atomic_step(
+            state = atomic.atomic_step(
                 servers, cap, weight, state, action, server, rnd.randint(1, weight)
             )
-            assert ind.atomic_invariant(servers, cap, weight, state)
-            assert ind.atomic_bound(servers, cap, weight, state)
+            assert atomic.atomic_invariant(servers, cap, weight, state)
+            assert atomic.atomic_bound(servers, cap, weight, state)
 
 
 @pytest.mark.contracts
@@ -383,11 +390,11 @@ def test_the_obligation_functions_check_their_contracts_on_concrete_runs() -> No
     """OB-FINE-1: the generated obligations, called on reachable states, pass icontract's
     runtime checks -- the contracts are wired to the right parameters."""
     module = _load("proofs/generated/fine_n3.py")
-    names = ind.fine_names(3)
+    names = fine.fine_names(3)
     rnd = random.Random(7)
     calls = 0
     for state in _walk_fine(3, 3, 2, 300, rnd):
-        st = ind.FineState(3, state)
+        st = fine.FineState(3, state)
         kwargs = dict(zip(names, state, strict=True))
         p = rnd.randrange(3)
         if st.busy[p] == 1 and st.k[p] < 3:
@@ -397,11 +404,11 @@ def test_the_obligation_functions_check_their_contracts_on_concrete_runs() -> No
         else:
             function = module.fine_n3_bound
         result = function(3, 2, **kwargs)
-        assert ind.fine_invariant(3, 3, 2, result)
+        assert fine.fine_invariant(3, 3, 2, result)
         calls += 1
     assert calls == 301
     # ... and they do check: a state outside the invariant is refused before the step.
-    bad = dict(zip(names, ind.fine_initial(3), strict=True))
+    bad = dict(zip(names, fine.fine_initial(3), strict=True))
     bad["c0"] = 1  # a slot no check ever wrote
     with pytest.raises(icontract.ViolationError, match="OB-FINE-1"):
         module.fine_n3_bound(3, 2, **bad)

@@ -312,8 +312,8 @@ def test_enqueue_refuses_a_running_or_finished_request_in_its_precondition(
     status: RequestStatus,
 ) -> None:
     """WL-ENQ-2: a RUNNING or finished request is refused by the precondition "only a
-    waiting (WAITING, PREEMPTED) or blocked request can be enqueued" (the body's own
-    check, kept for `python -O`, words it otherwise), a ValueError; nothing changes."""
+    waiting (WAITING, PREEMPTED) or blocked request can be enqueued" (declared once, so
+    the same check under `python -O`), a ValueError; nothing changes."""
     wq = WaitingQueues("fcfs")
     request = Request("a", status=status)
     with pytest.raises(ValueError, match=re.escape(READY_OR_BLOCKED)):
@@ -327,7 +327,7 @@ def test_enqueue_refuses_a_known_id_in_its_precondition(place: str) -> None:
     """WL-ENQ-2: a request whose id the instance knows (waiting, in skipped_waiting,
     running or finished; here another object with that id) is refused by the
     precondition "the request (or another with its request_id) is not already known"
-    (the body's own check words it otherwise), a ValueError; nothing changes."""
+    (declared once, so the same check under `python -O`), a ValueError; nothing changes."""
     wq = WaitingQueues("fcfs")
     status = KV if place == "skipped_waiting" else RequestStatus.WAITING
     wq.enqueue(Request("a", status=status))

@@ -23,13 +23,15 @@ import icontract
 from queueref.admission.protocol import (
     admits_check_then_write,
 )
-from queueref.verify.inductive import (
+from queueref.verify.inductive.atomic import (
     ATOMIC_CHECK,
     ATOMIC_FINISH,
     ATOMIC_WRITE,
     atomic_bound,
     atomic_invariant,
     atomic_names,
+)
+from queueref.verify.inductive.common import (
     pack_state,
     state_condition,
 )
@@ -53,7 +55,7 @@ BEFORE_8 = state_condition(atomic_invariant, 8, NAMES_8)
 
 
 def _initial_stale_slot(servers: int) -> tuple[int, ...]:
-    """BROKEN copy of inductive.atomic_initial: slot 0 starts at 1, a counter never
+    """BROKEN copy of inductive.atomic.atomic_initial: slot 0 starts at 1, a counter never
     cleared."""
     return (1,) + (0,) * (2 * servers - 1)
 
@@ -67,8 +69,8 @@ def _step_async_gap(
     server: Any,
     n: Any,
 ) -> tuple[Any, ...]:
-    """BROKEN copy of inductive.atomic_step: a second check does not wait for the first
-    one's write; and adds to what is pending."""
+    """BROKEN copy of inductive.atomic.atomic_step: a second check does not wait for the
+    first one's write; and adds to what is pending."""
     c = list(values[:servers])
     pend = list(values[servers : 2 * servers])
     for q in range(servers):

@@ -18,15 +18,17 @@ from typing import Any
 
 import icontract
 
-from queueref.verify.inductive import (
+from queueref.verify.inductive.common import (
+    pack_state,
+    state_condition,
+)
+from queueref.verify.inductive.fine import (
     fine_bound,
     fine_decide,
     fine_invariant,
     fine_names,
     fine_read,
     fine_start,
-    pack_state,
-    state_condition,
 )
 
 NAMES_2 = fine_names(2)

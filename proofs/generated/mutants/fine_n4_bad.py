@@ -24,15 +24,17 @@ from queueref.admission.protocol import (
     accumulate,
     admits_check_then_write,
 )
-from queueref.verify.inductive import (
+from queueref.verify.inductive.common import (
     IDLE_RANK,
+    pack_state,
+    state_condition,
+)
+from queueref.verify.inductive.fine import (
     FineState,
     fine_bound,
     fine_finish,
     fine_invariant,
     fine_names,
-    pack_state,
-    state_condition,
 )
 
 NAMES_4 = fine_names(4)
@@ -40,7 +42,7 @@ BEFORE_4 = state_condition(fine_invariant, 4, NAMES_4)
 
 
 def _initial_stale_slot(servers: int) -> tuple[int, ...]:
-    """BROKEN copy of inductive.fine_initial: slot 0 starts at 1, a counter never
+    """BROKEN copy of inductive.fine.fine_initial: slot 0 starts at 1, a counter never
     cleared."""
     st = FineState(servers, [0] * len(FineState.names(servers)))
     st.RL = IDLE_RANK
@@ -58,7 +60,7 @@ def _start_skipping_slot_0(
     p: int,
     n: Any,
 ) -> tuple[Any, ...]:
-    """BROKEN copy of inductive.fine_start: the read loop starts at slot 1 (an
+    """BROKEN copy of inductive.fine.fine_start: the read loop starts at slot 1 (an
     off-by-one)."""
     if not admits_check_then_write(0, n, cap):
         return tuple(values)
@@ -73,7 +75,7 @@ def _start_skipping_slot_0(
 
 
 def _read_not_added(servers: int, values: Sequence[Any], p: int, j: int) -> tuple[Any, ...]:
-    """BROKEN copy of inductive.fine_read: the value read is not added to the view."""
+    """BROKEN copy of inductive.fine.fine_read: the value read is not added to the view."""
     st = FineState(servers, values)
     st.v[p] = accumulate(st.v[p], 0)
     st.r[p][j] = st.c[j]
@@ -88,8 +90,8 @@ def _read_not_added(servers: int, values: Sequence[Any], p: int, j: int) -> tupl
 
 
 def _decide_forgetting_n(servers: int, cap: int, values: Sequence[Any], p: int) -> tuple[Any, ...]:
-    """BROKEN copy of inductive.fine_decide: the decision compares the view with the cap and
-    forgets n."""
+    """BROKEN copy of inductive.fine.fine_decide: the decision compares the view with the
+    cap and forgets n."""
     st = FineState(servers, values)
     if admits_check_then_write(st.v[p], 0, cap):
         st.c[p] = st.c[p] + st.n[p]

@@ -18,14 +18,16 @@ from typing import Any
 
 import icontract
 
-from queueref.verify.inductive import (
+from queueref.verify.inductive.common import (
     pack_state,
+    state_condition,
+)
+from queueref.verify.inductive.write_then_check import (
     reserve_decide,
     reserve_hard_cap,
     reserve_invariant,
     reserve_names,
     reserve_start,
-    state_condition,
 )
 
 NAMES_2 = reserve_names(2)

@@ -24,15 +24,17 @@ from queueref.admission.protocol import (
     accumulate,
     keeps_reservation,
 )
-from queueref.verify.inductive import (
+from queueref.verify.inductive.common import (
     IDLE_RANK,
-    ReserveState,
     pack_state,
+    state_condition,
+)
+from queueref.verify.inductive.write_then_check import (
+    ReserveState,
     reserve_finish,
     reserve_hard_cap,
     reserve_invariant,
     reserve_names,
-    state_condition,
 )
 
 NAMES_3 = reserve_names(3)
@@ -40,8 +42,8 @@ BEFORE_3 = state_condition(reserve_invariant, 3, NAMES_3)
 
 
 def _initial_stale_slot(servers: int) -> tuple[int, ...]:
-    """BROKEN copy of inductive.reserve_initial: slot 0 starts at 1, a counter never
-    cleared."""
+    """BROKEN copy of inductive.write_then_check.reserve_initial: slot 0 starts at 1, a
+    counter never cleared."""
     st = ReserveState(servers, [0] * len(ReserveState.names(servers)))
     st.RL = IDLE_RANK
     st.c[0] = 1
@@ -54,8 +56,8 @@ def _start_without_reserving(
     p: int,
     n: Any,
 ) -> tuple[Any, ...]:
-    """BROKEN copy of inductive.reserve_start: the reservation is never written: this is
-    check-then-write."""
+    """BROKEN copy of inductive.write_then_check.reserve_start: the reservation is never
+    written: this is check-then-write."""
     st = ReserveState(servers, values)
     st.clear_reader(p)
     st.busy[p] = 1
@@ -66,7 +68,8 @@ def _start_without_reserving(
 
 
 def _read_not_added(servers: int, values: Sequence[Any], p: int, j: int) -> tuple[Any, ...]:
-    """BROKEN copy of inductive.reserve_read: the value read is not added to the view."""
+    """BROKEN copy of inductive.write_then_check.reserve_read: the value read is not added
+    to the view."""
     st = ReserveState(servers, values)
     st.v[p] = accumulate(st.v[p], 0)
     st.r[p][j] = st.c[j]
@@ -80,8 +83,8 @@ def _decide_discounting_own(
     values: Sequence[Any],
     p: int,
 ) -> tuple[Any, ...]:
-    """BROKEN copy of inductive.reserve_decide: the decision subtracts the own reservation
-    from the view."""
+    """BROKEN copy of inductive.write_then_check.reserve_decide: the decision subtracts the
+    own reservation from the view."""
     st = ReserveState(servers, values)
     if keeps_reservation(st.v[p] - st.n[p], cap):
         if st.rank[p] > st.RL:

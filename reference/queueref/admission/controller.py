@@ -1,8 +1,10 @@
-"""Admission control of one API server: `AdmissionController` and its step-wise check.
+"""Admission control of one API server: `AdmissionController`.
 
 Models `AsyncLLM.check_admission` of `vllm/v1/engine/async_llm.py` (vLLM
 PR #54746). The semantics are stated in `specs/admission.md`. The shared
-counters are in `queueref.admission.shared_stats`, the errors in `queueref.errors`, the
+counters are in `queueref.admission.shared_stats`, the step-wise check in
+`queueref.admission.check`, the postconditions of an admission in
+`queueref.admission.postconditions`, the errors in `queueref.errors`, the
 argument checks in `queueref.validators`.
 
 Deliberate divergences from vLLM:
@@ -31,21 +33,16 @@ from typing import Final, Literal
 import icontract
 
 from queueref.admission import protocol
-from queueref.admission.shared_stats import (
-    SharedAdmissionStats,
-    _checked_counts,
-)
-from queueref.admission.tracker import RequestTracker
-from queueref.errors import (
-    MaxQueuedTokensError,
-    QueueOverflowError,
-)
+from queueref.admission.check import AdmissionCheck
+from queueref.admission.postconditions import check_admission_postconditions, tracker_matches
+from queueref.admission.shared_stats import SharedAdmissionStats, _checked_counts
+from queueref.admission.tracker import RequestTracker, own_token_view, tracker_counts
+from queueref.errors import MaxQueuedTokensError, QueueOverflowError
 from queueref.validators import is_int_at_least, is_limit
 
 __all__ = [
     "MODES",
     "TOKEN_SCOPES",
-    "AdmissionCheck",
     "AdmissionController",
     "AdmissionMode",
     "TokenRuleName",
@@ -55,7 +52,8 @@ __all__ = [
 
 # Members bound once: `Enum.MEMBER` costs about 100 ns on Python 3.11 (hot path).
 _WRITE_THEN_CHECK: Final = protocol.Protocol.WRITE_THEN_CHECK
-_GE: Final = protocol.TokenRule.GE
+_REQUESTS: Final = SharedAdmissionStats.REQUEST_COUNT
+_TOKENS: Final = SharedAdmissionStats.QUEUED_TOKENS
 
 #: How `mode=` may be spelled: the protocol names, then the deprecated aliases.
 AdmissionMode = Literal["check-then-write", "write-then-check", "shared", "reserve"]
@@ -82,336 +80,6 @@ MODES: Final[dict[str, protocol.Protocol]] = {
 def is_token_backlog_full(queued_tokens: int, limit: int | None) -> bool:
     """The token rule: reject iff a limit is set and `queued_tokens >= limit`."""
     return limit is not None and queued_tokens >= limit
-
-
-# ---------------------------------------------------------------------------
-# The controller
-# ---------------------------------------------------------------------------
-
-
-class AdmissionCheck:
-    """One admission check of one server, taken one slot read at a time.
-
-    Made by `AdmissionController.start_check`; `read_next()` reads exactly one
-    counter (one `__getitem__`): first counter 0 of every slot in index order
-    (the request pass), then -- with a token limit -- counter 1 of every slot
-    in index order (the token pass). The request limit is decided
-    when its pass ends, before the first token read (vLLM 0.30.0's order:
-    a request rejected by the request limit reads no tokens); `decide()`
-    applies the token decision once every read is made.
-    `check_admission` is `start_check` + `read_next` until `done` + `decide`;
-    tests and models drive the steps themselves to interleave other servers.
-    In write-then-check the reservations (of `n` in counter 0 and of the
-    request's tokens in counter 1) are already in the own slot when the
-    check is made, and every way out but admission gives them back.
-    """
-
-    __slots__ = (
-        "_controller", "_stats", "_n", "_tokens", "_state", "_token_state", "_num_slots",
-        "_num_token_slots", "_reserved", "_tokens_reserved", "_request_passed", "_open",
-    )  # fmt: skip
-
-    def __init__(
-        self,
-        controller: AdmissionController,
-        n: int,
-        num_slots: int,
-        reserved: bool,
-        tokens: int = 0,
-        num_token_slots: int = 0,
-        tokens_reserved: bool = False,
-    ) -> None:
-        self._controller = controller
-        self._stats = controller.shared_stats
-        self._n = n
-        self._tokens = tokens
-        self._state = protocol.Check(n)
-        self._token_state = protocol.Check(tokens)
-        self._num_slots = num_slots
-        self._num_token_slots = num_token_slots
-        self._reserved = reserved
-        self._tokens_reserved = tokens_reserved
-        self._request_passed = False
-        self._open = True
-
-    @property
-    def n(self) -> int:
-        """The weight of the request being checked."""
-        return self._n
-
-    @property
-    def tokens(self) -> int:
-        """The prompt tokens the request adds: `n * num_prompt_tokens`."""
-        return self._tokens
-
-    @property
-    def next_slot(self) -> int:
-        """The slot the next read of the request pass reads."""
-        return self._state.next_slot
-
-    @property
-    def num_slots(self) -> int:
-        """How many slots this check reads (0 without a request limit, 1 for the local count)."""
-        return self._num_slots
-
-    @property
-    def view(self) -> int:
-        """The sum of the counter-0 values read so far."""
-        return self._state.view
-
-    @property
-    def next_token_slot(self) -> int:
-        """The slot the next read of the token pass reads."""
-        return self._token_state.next_slot
-
-    @property
-    def num_token_slots(self) -> int:
-        """How many counters 1 the token pass reads (0: no token limit, 1: the local count)."""
-        return self._num_token_slots
-
-    @property
-    def token_view(self) -> int:
-        """The sum of the queued tokens read so far."""
-        return self._token_state.view
-
-    @property
-    def reads(self) -> int:
-        """How many reads this check has made, in both passes."""
-        return self._state.next_slot + self._token_state.next_slot
-
-    @property
-    def done(self) -> bool:
-        """Every slot of both passes has been read."""
-        return self._state.done(self._num_slots) and self._token_state.done(self._num_token_slots)
-
-    @property
-    def is_open(self) -> bool:
-        """Neither decided nor abandoned yet."""
-        return self._open
-
-    @property
-    def holds_reservation(self) -> bool:
-        """Whether the own slot holds this check's reservation of `n` right now."""
-        return self._open and self._reserved
-
-    @property
-    def holds_token_reservation(self) -> bool:
-        """Whether counter 1 of the own slot holds this check's `tokens` right now."""
-        return self._open and self._tokens_reserved
-
-    def _give_back(self) -> None:
-        """Close the check; write the reservations back if held."""
-        if self._open:
-            self._open = False
-            tracker = self._controller.tracker
-            if self._reserved:
-                self._reserved = False
-                tracker.release_reservation(self._n)
-            if self._tokens_reserved:
-                self._tokens_reserved = False
-                tracker.release_token_reservation(self._tokens)
-
-    def _pass_request_limit(self) -> int | None:
-        """The request decision on the finished request pass (None: no limit)."""
-        controller = self._controller
-        limit = controller.max_num_queued_reqs
-        if limit is None:
-            return None
-        # ADM-CTL-5: with M = 0 no view + n (n >= 1) and no reservation fits.
-        view = self._state.view
-        if not self._request_passed and not protocol.admits(
-            controller.protocol, view, self._n, limit
-        ):
-            raise QueueOverflowError(view=view, n=self._n, limit=limit)
-        self._request_passed = True
-        return view
-
-    def _read_tokens(self) -> int:
-        """Counter 1 of the next slot (shared) or the own tokens (local)."""
-        if self._controller.token_scope == "shared":
-            assert self._stats is not None  # a shared scope is only built with stats
-            return self._stats.read_tokens_slot(self._token_state.next_slot)
-        tracker = self._controller.tracker
-        # ADM-RISK-2: the local scope reads the server's own tokens, never counter 1.
-        return tracker.get_num_queued_tokens() + tracker.num_reserved_tokens
-
-    @icontract.require(
-        lambda self: self.is_open, "ADM-CTL-7: the check is still open", error=RuntimeError
-    )
-    @icontract.require(
-        lambda self: not self.done, "ADM-CTL-7: a slot is left to read", error=RuntimeError
-    )
-    @icontract.snapshot(lambda self: self.reads, name="reads")
-    @icontract.ensure(
-        lambda self, OLD: self.reads == OLD.reads + 1,
-        "ADM-CTL-7, ADM-TOK-2: one read advances by exactly one slot of one pass",
-    )
-    def read_next(self) -> int:
-        """Read the next counter: one `__getitem__` of counter 0, then of counter 1.
-
-        Without shared stats the single "slot" of the request pass is the local
-        count (unfinished requests plus outstanding reservations); in the local
-        token scope the single token "slot" is the own queued tokens. The first
-        token read is preceded by the request decision: a `QueueOverflowError`
-        there reads no token. A rejection, a corrupt value or a failing buffer
-        gives the reservations back and raises.
-        """
-        self._check_step(deciding=False)
-        try:
-            if not self._state.done(self._num_slots):
-                stats = self._stats
-                if stats is None:
-                    tracker = self._controller.tracker
-                    value = tracker.get_num_unfinished_requests() + tracker.num_reserved
-                else:
-                    value = stats.read_slot(self._state.next_slot)
-                self._state = self._state.read(value)
-                return value
-            self._pass_request_limit()
-            value = self._read_tokens()
-        except BaseException:
-            self._give_back()
-            raise
-        self._token_state = self._token_state.read(value)
-        return value
-
-    @icontract.require(
-        lambda self: self.is_open, "ADM-CTL-7: the check is still open", error=RuntimeError
-    )
-    @icontract.require(
-        lambda self: self.done,
-        "ADM-CTL-7: decide only after every slot is read",
-        error=RuntimeError,
-    )
-    @icontract.ensure(lambda self: not self.is_open, "ADM-CTL-7: a decided check is closed")
-    def decide(self) -> int | None:
-        """Admit (return the view read, None without a request limit) or raise.
-
-        The request limit first (`QueueOverflowError`), then the token limit
-        (`MaxQueuedTokensError`) on the token view. A rejection gives
-        the reservations back, so it leaves every count as it was; an admission
-        in write-then-check keeps them, for the tracker registration to take over.
-        """
-        self._check_step(deciding=True)
-        controller = self._controller
-        try:
-            view = self._pass_request_limit()
-            token_limit = controller.max_num_queued_tokens
-            if token_limit is not None:
-                queued = self._token_state.view
-                if not _admits_tokens(controller, queued, self._tokens, self._tokens_reserved):
-                    raise MaxQueuedTokensError(queued_tokens=queued, limit=token_limit)
-        except BaseException:
-            self._give_back()
-            raise
-        self._open = False
-        return view
-
-    def _check_step(self, *, deciding: bool) -> None:
-        """The order of the steps, kept under `python -O` (the preconditions say the same
-        with contracts on): a read past the last slot would read a slot that is not there,
-        and a decision on part of the slots would admit on a sum that is not the check's."""
-        if not self._open:
-            raise RuntimeError(
-                "ADM-CTL-7: the check is still open: this one was decided or abandoned"
-            )
-        if deciding and not self.done:
-            raise RuntimeError(
-                "ADM-CTL-7: decide only after every slot is read: "
-                f"{self.reads} of {self._num_slots + self._num_token_slots} reads made"
-            )
-        if not deciding and self.done:
-            raise RuntimeError("ADM-CTL-7: a slot is left to read: every slot is read; decide")
-
-    def abandon(self) -> None:
-        """Close the check without deciding, giving the reservations back."""
-        self._give_back()
-
-
-def _within_token_limit(
-    rule: protocol.TokenRule, reserved: bool, own: int, tokens: int, limit: int
-) -> bool:
-    """What an admission implies for the own queued tokens, stated apart from the decision.
-
-    The own tokens are part of the view read, so `ge` (view < Mt) implies
-    own < Mt, and `fits` or a kept reservation (view + t <= Mt) implies
-    own + t <= Mt. Written out here, not through `protocol.admits_tokens`,
-    so that a broken decision step is caught.
-    """
-    if rule is _GE and not reserved:
-        return own < limit
-    return own + tokens <= limit
-
-
-def _admits_tokens(
-    controller: AdmissionController, queued: int, tokens: int, tokens_reserved: bool
-) -> bool:
-    """The token decision step on the tokens read."""  # ADM-TOK-3, ADM-TOK-5
-    limit = controller.max_num_queued_tokens
-    assert limit is not None  # only called with a token limit
-    if tokens_reserved:
-        return protocol.keeps_reservation(queued, limit)
-    return protocol.admits_tokens(controller.token_rule, queued, tokens, limit)
-
-
-def _tracker_counts(tracker: RequestTracker) -> tuple[int, int, int]:
-    """Unfinished requests, reservations and token reservations, read from the fields
-    (the public readers would run the tracker's invariants: O(1) but 10x the check)."""
-    return len(tracker._states), tracker._reserved, tracker._reserved_tokens
-
-
-def _check_admission_postconditions(
-    controller: AdmissionController,
-    n: int,
-    num_prompt_tokens: int,
-    view: int | None,
-    before: tuple[int, int, int],
-) -> None:
-    """The postconditions of an admission, each O(1), stated apart from the decision
-    step so that a broken step is caught."""  # ADM-CTL-3, -4, -6, -9, ADM-TOK-3, -5
-    tracker, limit = controller.tracker, controller.max_num_queued_reqs
-    unfinished, reserved, reserved_tokens = _tracker_counts(tracker)
-    tokens = n * num_prompt_tokens
-    token_limit = controller.max_num_queued_tokens
-    reserves_tokens = controller.reserves_tokens
-    broken = None
-    if unfinished != before[0]:
-        broken = "ADM-CTL-6: a check registers nothing"
-    elif reserved != before[1] + (n if controller.reserves else 0):
-        broken = (
-            "ADM-CTL-9: a write-then-check admission keeps its reservation; "
-            "check-then-write writes nothing"
-        )
-    elif reserved_tokens != before[2] + (tokens if reserves_tokens else 0):
-        broken = "ADM-TOK-5: a write-then-check admission keeps its token reservation"
-    elif (view is None) != (limit is None):
-        broken = "ADM-CTL-3: the view is returned iff there is a request limit"
-    elif (
-        view is not None
-        and limit is not None
-        and not (view <= limit if controller.protocol is _WRITE_THEN_CHECK else view + n <= limit)
-    ):
-        broken = (
-            "ADM-CTL-3: an admission read view + n <= M (check-then-write) "
-            "or view <= M (write-then-check)"
-        )
-    elif token_limit is not None and not _within_token_limit(
-        controller.token_rule,
-        reserves_tokens,
-        tracker._queued_tokens,
-        tokens,
-        token_limit,
-    ):
-        broken = (
-            "ADM-CTL-4, ADM-TOK-3: an admitted request found the own token backlog below its "
-            "limit (ge), or the own backlog plus its tokens within it (fits, write-then-check)"
-        )
-    if broken is not None:
-        raise icontract.ViolationError(f"AdmissionController.check_admission: {broken}")
-
-
-def _tracker_matches(tracker: RequestTracker | None, shared_stats: object) -> bool:
-    return tracker is None or tracker.shared_stats is shared_stats
 
 
 def resolve_token_scope(
@@ -469,7 +137,7 @@ class AdmissionController:
         error=ValueError,
     )
     @icontract.require(
-        lambda tracker, shared_stats: _tracker_matches(tracker, shared_stats),
+        lambda tracker, shared_stats: tracker_matches(tracker, shared_stats),
         "ADM-CTL-1: the tracker refreshes the same shared stats the controller reads",
         error=ValueError,
     )
@@ -492,7 +160,7 @@ class AdmissionController:
                 raise ValueError(f"ADM-CTL-1: {name} must be None or an int >= 0, got {value!r}")
         if mode not in MODES:
             raise ValueError(f"ADM-CTL-1: mode must be one of {sorted(MODES)}, got {mode!r}")
-        if not _tracker_matches(tracker, shared_stats):
+        if not tracker_matches(tracker, shared_stats):
             raise ValueError(
                 "ADM-CTL-1: the tracker must refresh the shared stats the controller reads "
                 "(pass the same SharedAdmissionStats to both)"
@@ -512,6 +180,9 @@ class AdmissionController:
             self._tracker.share_tokens()
         # ADM-CTL-11: what every `check_admission` needs, fixed at construction.
         self._one_pass = shared_stats is not None and shared_stats.reads_in_one_pass
+        if shared_stats is not None and self._one_pass:
+            self._read_requests = shared_stats.pass_reader(_REQUESTS)
+            self._read_tokens = shared_stats.pass_reader(_TOKENS)
         self._write_first_reqs = self.reserves
         self._write_first_tokens = self.reserves_tokens
 
@@ -665,7 +336,7 @@ class AdmissionController:
         Over a C-level counter buffer each pass is one C-level read
         of every slot; over any other buffer (or without shared stats) this is
         `start_check`, `read_next` until `done`, `decide`. The postconditions
-        are the O(1) `if __debug__` checks of `_check_admission_postconditions`
+        are the O(1) `if __debug__` checks of `check_admission_postconditions`
         rather than icontract decorators, which would cost more than the check.
         """
         stats = self._shared_stats
@@ -684,7 +355,7 @@ class AdmissionController:
         assert stats is not None  # made one-pass only with shared stats
         tracker = self._tracker
         if __debug__:
-            before = _tracker_counts(tracker)
+            before = tracker_counts(tracker)
         tokens = n * num_prompt_tokens
         limit = self._max_num_queued_reqs
         token_limit = self._max_num_queued_tokens
@@ -696,22 +367,21 @@ class AdmissionController:
         try:
             view = None
             if limit is not None:
-                values = stats._request_view.tolist()  # type: ignore[union-attr]
+                values = self._read_requests()  # type: ignore[misc]
                 if min(values) < 0:
-                    _checked_counts(values, SharedAdmissionStats.REQUEST_COUNT)  # raises
+                    _checked_counts(values, _REQUESTS)  # raises
                 view = protocol._read_all(0, values)
                 if not protocol.admits(self._protocol, view, n, limit):
                     raise QueueOverflowError(view=view, n=n, limit=limit)
             if token_limit is not None:
                 if self._token_scope == "shared":
-                    values = stats._token_view.tolist()  # type: ignore[union-attr]
+                    values = self._read_tokens()  # type: ignore[misc]
                     if min(values) < 0:
-                        _checked_counts(values, SharedAdmissionStats.QUEUED_TOKENS)  # raises
+                        _checked_counts(values, _TOKENS)  # raises
                     queued = protocol._read_all(0, values)
                 else:
-                    # ADM-RISK-2: the local scope reads the own tokens, never counter 1 (from
-                    # the fields: the public readers would run the tracker's invariants).
-                    queued = tracker._queued_tokens + tracker._reserved_tokens
+                    # ADM-RISK-2: the local scope reads the own tokens, never counter 1.
+                    queued = own_token_view(tracker)
                 if tokens_reserved:
                     admitted = protocol.keeps_reservation(queued, token_limit)
                 else:
@@ -725,7 +395,7 @@ class AdmissionController:
                 tracker.release_token_reservation(tokens)
             raise
         if __debug__:
-            _check_admission_postconditions(self, n, num_prompt_tokens, view, before)
+            check_admission_postconditions(self, n, num_prompt_tokens, view, before)
         return view
 
     def _check_step_by_step(self, n: int, num_prompt_tokens: int) -> int | None:
@@ -733,13 +403,13 @@ class AdmissionController:
         if not is_int_at_least(n, 1):
             raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
         if __debug__:
-            before = _tracker_counts(self._tracker)
+            before = tracker_counts(self._tracker)
         check = self.start_check(n, num_prompt_tokens)
         while not check.done:
             check.read_next()
         view = check.decide()
         if __debug__:
-            _check_admission_postconditions(self, n, num_prompt_tokens, view, before)
+            check_admission_postconditions(self, n, num_prompt_tokens, view, before)
         return view
 
     @icontract.require(

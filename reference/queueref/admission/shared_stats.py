@@ -29,6 +29,7 @@ import icontract
 from queueref import config
 from queueref.admission import protocol
 from queueref.errors import AdmissionCounterError
+from queueref.preconditions import require
 from queueref.validators import is_index, is_int, is_int_at_least, is_limit
 
 #: The key under which vLLM 0.30.0 hands the buffer to a server (ADM-RISK-3).
@@ -206,39 +207,21 @@ class SharedAdmissionStats:
     REQUEST_COUNT: Final = 0
     QUEUED_TOKENS: Final = 1
 
-    @icontract.require(
+    @require(
         lambda client_count: is_int_at_least(client_count, 1),
         "ADM-STATS-1: client_count is an int >= 1",
-        error=ValueError,
     )
-    @icontract.require(
+    @require(
         lambda client_count, client_index: is_index(client_index, client_count),
         "ADM-STATS-1: 0 <= client_index < client_count",
-        error=ValueError,
     )
-    @icontract.require(
+    @require(
         lambda counters, client_count: _buffer_holds(counters, client_count),
         "ADM-STATS-1: the buffer holds num_counters(client_count) counters",
-        error=ValueError,
     )
     def __init__(
         self, counters: AdmissionCounterBuffer, client_count: int, client_index: int
     ) -> None:
-        # ADM-STATS-1: the checks also run under `python -O` (no contracts).
-        if not is_int_at_least(client_count, 1):
-            raise ValueError(f"ADM-STATS-1: client_count must be an int >= 1, got {client_count!r}")
-        if not is_index(client_index, client_count):
-            raise ValueError(
-                f"ADM-STATS-1: client_index must satisfy 0 <= client_index < {client_count}, "
-                f"got {client_index!r}"
-            )
-        length = _buffer_length(counters)
-        needed = self.num_counters(client_count)
-        if length is not None and length < needed:
-            raise ValueError(
-                f"ADM-STATS-1: the buffer holds {length} counters, "
-                f"{client_count} servers need {needed}"
-            )
         self._counters = counters
         self._client_count = client_count
         self._client_index = client_index
@@ -251,6 +234,23 @@ class SharedAdmissionStats:
     def reads_in_one_pass(self) -> bool:
         """Whether a whole pass reads every slot in one C-level pass."""  # ADM-CTL-11
         return self._request_view is not None
+
+    @require(
+        lambda counter: (
+            counter in (SharedAdmissionStats.REQUEST_COUNT, SharedAdmissionStats.QUEUED_TOKENS)
+        ),
+        "ADM-CTL-11: the counter is 0 (requests) or 1 (queued tokens)",
+    )
+    def pass_reader(self, counter: int) -> Callable[[], list[int]] | None:
+        """The one-pass read of counter `counter` of every slot, or None.
+
+        Over a C-level buffer a function that loads every slot's counter once, in
+        index order, in C (`tolist` of a strided view), for a caller that reads on
+        every request and checks the values itself (`_checked_counts`); None over any
+        other buffer, read slot by slot.
+        """
+        view = self._request_view if counter == self.REQUEST_COUNT else self._token_view
+        return None if view is None else view.tolist
 
     def _read_all_slots(self, counter: int = 0) -> list[int]:
         """Counter `counter` of every slot, in index order, as one pass reads it.
@@ -439,20 +439,17 @@ class SharedAdmissionStats:
         return check.view
 
 
-@icontract.require(
+@require(
     lambda num_servers: is_int_at_least(num_servers, 1),
     "ADM-ALLOC-1: num_servers is an int >= 1",
-    error=ValueError,
 )
-@icontract.require(
+@require(
     lambda max_num_queued_reqs: is_limit(max_num_queued_reqs),
     "ADM-ALLOC-1: max_num_queued_reqs is None or an int >= 0",
-    error=ValueError,
 )
-@icontract.require(
+@require(
     lambda max_num_queued_tokens: is_limit(max_num_queued_tokens),
     "ADM-TOK-6: max_num_queued_tokens is None or an int >= 0",
-    error=ValueError,
 )
 @icontract.ensure(
     lambda num_servers, max_num_queued_reqs, max_num_queued_tokens, result: (
@@ -481,18 +478,6 @@ def allocate_admission_counters(
     are several servers and a request or a token limit; otherwise None, and
     then no shared-memory path runs at all.
     """
-    if not is_int_at_least(num_servers, 1):
-        raise ValueError(f"ADM-ALLOC-1: num_servers must be an int >= 1, got {num_servers!r}")
-    if not is_limit(max_num_queued_reqs):
-        raise ValueError(
-            f"ADM-ALLOC-1: max_num_queued_reqs must be None or an int >= 0, "
-            f"got {max_num_queued_reqs!r}"
-        )
-    if not is_limit(max_num_queued_tokens):
-        raise ValueError(
-            f"ADM-TOK-6: max_num_queued_tokens must be None or an int >= 0, "
-            f"got {max_num_queued_tokens!r}"
-        )
     if num_servers == 1 or (max_num_queued_reqs is None and max_num_queued_tokens is None):
         return None
     context = multiprocessing.get_context("spawn")

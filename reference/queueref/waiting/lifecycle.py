@@ -83,6 +83,7 @@ from collections.abc import Iterable
 
 import icontract
 
+from queueref.preconditions import require
 from queueref.queues.factory import (
     FCFSRequestQueue,
     PriorityRequestQueue,
@@ -234,21 +235,20 @@ class WaitingQueues(SchedulingStep, StreamingSessions, Leaving, icontract.DBC):
 
     # -- enqueue
 
-    @icontract.require(
+    # Declared once: checked by icontract, and kept under `python -O` (queueref.preconditions).
+    @require(
         lambda request: (
             not is_lifecycle_request(request)
             or request.status in READY_STATUSES
             or request.status in BLOCKED_STATUSES
         ),
         "WL-ENQ-2: only a waiting (WAITING, PREEMPTED) or blocked request can be enqueued",
-        error=ValueError,
     )
-    @icontract.require(
+    @require(
         lambda self, request: (
             not is_lifecycle_request(request) or request.request_id not in self._known
         ),
         "WL-ENQ-2: the request (or another with its request_id) is not already known",
-        error=ValueError,
     )
     @lifecycle_operation("enqueue", shape="WL-ENQ-2")
     @icontract.snapshot(lambda self: len(self._known), name="known")
@@ -308,16 +308,6 @@ class WaitingQueues(SchedulingStep, StreamingSessions, Leaving, icontract.DBC):
         # WL-STEP-9
         self._require_idle("enqueue")
         check_lifecycle_request(request)
-        if request.request_id in self._known:
-            raise ValueError(
-                f"WL-ENQ-2: a request with request_id {request.request_id!r} is already "
-                f"known (it is in {self._where[request.request_id]})"
-            )
-        if request.status not in READY_STATUSES and not self._is_blocked(request.status):
-            raise ValueError(
-                f"WL-ENQ-2: cannot enqueue {request!r}: status {request.status.name} is "
-                "neither waiting nor blocked"
-            )
         self._enqueue_waiting(request)
 
     def __repr__(self) -> str:
