@@ -336,9 +336,9 @@ class CompletionApp:
             self._rejections.add(rejection_reason(rejection))
             await self._error(send, HTTPStatus(rejection.http_status), self._busy(rejection))
             return
-        except RenderFailed as failure:  # E2E-REN-3: vLLM answers a render error with a 500
+        except RenderFailed as broken:  # E2E-REN-3: vLLM answers a render error with a 500
             status = HTTPStatus.INTERNAL_SERVER_ERROR
-            await self._error(send, status, error_body(str(failure), status.phrase, status.value))
+            await self._error(send, status, error_body(str(broken), status.phrase, status.value))
             return
         self.admitted += 1
         self._mirror()
