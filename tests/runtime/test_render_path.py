@@ -76,17 +76,20 @@ async def hang_up() -> dict[str, Any]:
     [("100", 100, 100), ("50-200", 50, 200), ("0", 0, 0), ("60000", 6e4, 6e4)],
 )
 def test_e2e_ren_1_render_ms_syntax(text: str, low: float, high: float) -> None:
+    """E2E-REN-1: a fixed time or LOW-HIGH, in ms."""
     assert parse_render_ms(text) == RenderTime(low, high)
 
 
 @pytest.mark.parametrize("text", ["-1", "nan", "inf", "60001", "200-50", "x", "", "1-2-3", "-5-10"])
 def test_e2e_ren_1_bad_render_ms_is_one_line(text: str) -> None:
+    """E2E-REN-1: negative, NaN, absurd or malformed: one line naming --render-ms."""
     with pytest.raises(ValueError, match=r"^--render-ms must be MS or LOW-HIGH .*got") as error:
         parse_render_ms(text)
     assert "\n" not in str(error.value)
 
 
 def test_e2e_ren_2_preflight_modes_and_combinations() -> None:
+    """E2E-REN-2: the modes served, and the combinations refused."""
     assert parse_preflight("two-check") is TWO
     with pytest.raises(ValueError, match="--preflight must be one of two-check, "):
         parse_preflight("two-check-await-gap")  # a model of 0.30.0, not served
@@ -104,7 +107,8 @@ def test_e2e_ren_2_preflight_modes_and_combinations() -> None:
 def test_e2e_ren_3_every_way_out_releases_the_reservation(
     path: AdmissionPath, way_out: str
 ) -> None:
-    """A render that raises, a client gone, a cancelled handler: every counter as it was."""
+    """E2E-REN-3: a render that raises, a client gone, a cancelled handler: every counter
+    as it was, and the records say reserve then release."""
     group = Group(path, 2, 2, render_ms=50)
 
     async def run() -> None:
@@ -130,7 +134,7 @@ def test_e2e_ren_3_every_way_out_releases_the_reservation(
 
 
 def test_e2e_ren_3_broken_release_is_caught() -> None:
-    """The same check fails on a path that forgets the release (a broken variant)."""
+    """E2E-REN-3: the same check fails on a path that forgets the release (broken variant)."""
     group = Group(WTC, 1, 2, render_ms=10)
     group.apis[0].tracker.release_reservation = lambda n: None  # type: ignore[method-assign]
 
@@ -157,7 +161,7 @@ async def burst(group: Group, per_server: int) -> list[str]:
 
 
 def test_adm_pre_1_two_check_wastes_renders_in_a_burst() -> None:
-    """vLLM's path, M = 2, 2 servers x 3: all 6 pass preflight, 2 register, 4 rendered in vain."""
+    """ADM-PRE-1, E2E-REN-5: vLLM's path, M = 2, 2 servers x 3: all 6 pass preflight, 2 register, 4 rendered in vain."""
     group = Group(TWO, 2, 2, render_ms=20)
     outcomes = asyncio.run(burst(group, 3))
     assert outcomes.count("admitted") == 2
@@ -168,7 +172,7 @@ def test_adm_pre_1_two_check_wastes_renders_in_a_burst() -> None:
 
 @pytest.mark.parametrize("path", RESERVATIONS)
 def test_adm_pre_5_6_reservations_waste_no_render(path: AdmissionPath) -> None:
-    """A reservation refuses at preflight: nothing rendered in vain, never above M."""
+    """ADM-PRE-5, ADM-PRE-6, E2E-REN-5: a reservation refuses at preflight: nothing rendered in vain, never above M."""
     group = Group(path, 2, 2, render_ms=20)
     outcomes = asyncio.run(burst(group, 3))
     assert outcomes.count("admitted") == 2

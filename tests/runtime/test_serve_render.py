@@ -80,7 +80,7 @@ def stopped(servers: HttpServers) -> None:
 def test_e2e_ren_5_a_burst_wastes_renders_on_vllms_path_only(
     path: AdmissionPath, tmp_path: Path
 ) -> None:
-    """8 requests at once, M = 2, 400 ms of rendering: vLLM's path renders requests it then
+    """E2E-REN-5, E2E-REN-2: 8 requests at once, M = 2, 400 ms of rendering: vLLM's path renders requests it then
     refuses; the write-then-check reservation refuses them at preflight, never above M."""
     servers = group(path, tmp_path / "trace", 400.0)
     with servers:
@@ -102,7 +102,7 @@ def test_e2e_ren_5_a_burst_wastes_renders_on_vllms_path_only(
 
 
 def test_e2e_ren_3_a_render_error_gives_the_reservation_back(tmp_path: Path) -> None:
-    """x-queueref-fault: render-error: 500, the slot back to 0, reserve then release."""
+    """E2E-REN-3: x-queueref-fault: render-error: 500, the slot back to 0, reserve then release."""
     servers = group(AdmissionPath.RESERVE_CHECK_THEN_WRITE, tmp_path / "trace", 100.0)
     with servers:
         assert post(servers.url, {"x-queueref-fault": "render-error"}) == 500
@@ -115,7 +115,7 @@ def test_e2e_ren_3_a_render_error_gives_the_reservation_back(tmp_path: Path) -> 
 
 
 def test_e2e_ren_4_a_dead_servers_reservation_is_reclaimed(tmp_path: Path) -> None:
-    """kill -9 of a server mid-render: the reaper resets its slot and records the release."""
+    """E2E-REN-4: kill -9 of a server mid-render: the reaper resets its slot and records the release."""
     servers = group(AdmissionPath.RESERVE_CHECK_THEN_WRITE, tmp_path / "trace", 20000.0)
     with servers:
 
@@ -140,7 +140,7 @@ def test_e2e_ren_4_a_dead_servers_reservation_is_reclaimed(tmp_path: Path) -> No
 
 
 def test_e2e_ren_4_a_trace_without_the_reclaim_fails_orc_tr_20(tmp_path: Path) -> None:
-    """The same trace with the parent's release record cut off: ORC-TR-20."""
+    """E2E-REN-4, ORC-TR-20: the trace with the parent's release record cut off fails."""
     folder = tmp_path / "trace"
     folder.mkdir()
     (folder / "server-0.jsonl").write_text(
@@ -178,6 +178,7 @@ def test_e2e_ren_4_a_trace_without_the_reclaim_fails_orc_tr_20(tmp_path: Path) -
 def test_e2e_ren_1_bad_render_input_is_one_line_exit_2(
     argv: list[str], word: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """E2E-REN-1, E2E-REN-2: one line on stderr naming the flag, exit 2, nothing started."""
     assert cli.main(["serve", "--port", "0", "--duration", "1", *argv]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("queueref serve:") and word in lines[0], lines

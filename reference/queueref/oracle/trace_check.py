@@ -194,7 +194,7 @@ def check_admission_trace(
     prefills = sum(1 for event in trace if event.event == "prefill_done")
     if prefills:
         counts["prefill_done"] = prefills
-    if replay.preflight.servers:  # E2E-REN-5: only for a trace with preflight records
+    if replay.preflight.recorded:  # E2E-REN-5: only for a trace with preflight records
         for kind in ("preflight", "reserve", "release"):
             counts[kind] = sum(1 for event in trace if event.event == kind)
         counts["wasted_render"] = replay.preflight.wasted

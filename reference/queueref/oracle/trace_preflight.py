@@ -59,6 +59,11 @@ class PreflightRecords:
         self.reserved = 0
         self.released = 0
 
+    @property
+    def recorded(self) -> bool:
+        """Whether any server recorded a preflight record (a `serve --render-ms` trace)."""
+        return any(state.records for state in self.servers.values())
+
     def _server(self, index: int) -> _ServerRecords:
         return self.servers.setdefault(index, _ServerRecords())
 
