@@ -161,7 +161,8 @@ async def burst(group: Group, per_server: int) -> list[str]:
 
 
 def test_adm_pre_1_two_check_wastes_renders_in_a_burst() -> None:
-    """ADM-PRE-1, E2E-REN-5: vLLM's path, M = 2, 2 servers x 3: all 6 pass preflight, 2 register, 4 rendered in vain."""
+    """ADM-PRE-1, E2E-REN-5: vLLM's path, M = 2, 2 servers x 3: all 6 pass preflight,
+    2 register, 4 are rendered in vain."""
     group = Group(TWO, 2, 2, render_ms=20)
     outcomes = asyncio.run(burst(group, 3))
     assert outcomes.count("admitted") == 2
@@ -172,7 +173,8 @@ def test_adm_pre_1_two_check_wastes_renders_in_a_burst() -> None:
 
 @pytest.mark.parametrize("path", RESERVATIONS)
 def test_adm_pre_5_6_reservations_waste_no_render(path: AdmissionPath) -> None:
-    """ADM-PRE-5, ADM-PRE-6, E2E-REN-5: a reservation refuses at preflight: nothing rendered in vain, never above M."""
+    """ADM-PRE-5, ADM-PRE-6, E2E-REN-5: a reservation refuses at preflight: nothing
+    rendered in vain, never above M."""
     group = Group(path, 2, 2, render_ms=20)
     outcomes = asyncio.run(burst(group, 3))
     assert outcomes.count("admitted") == 2

@@ -80,8 +80,9 @@ def stopped(servers: HttpServers) -> None:
 def test_e2e_ren_5_a_burst_wastes_renders_on_vllms_path_only(
     path: AdmissionPath, tmp_path: Path
 ) -> None:
-    """E2E-REN-5, E2E-REN-2: 8 requests at once, M = 2, 400 ms of rendering: vLLM's path renders requests it then
-    refuses; the write-then-check reservation refuses them at preflight, never above M."""
+    """E2E-REN-5, E2E-REN-2: 8 requests at once, M = 2, 400 ms of rendering: vLLM's path
+    renders requests it then refuses; the write-then-check reservation refuses them at
+    preflight, never above M."""
     servers = group(path, tmp_path / "trace", 400.0)
     with servers:
         statuses = burst(servers.url, 8)
@@ -115,7 +116,8 @@ def test_e2e_ren_3_a_render_error_gives_the_reservation_back(tmp_path: Path) -> 
 
 
 def test_e2e_ren_4_a_dead_servers_reservation_is_reclaimed(tmp_path: Path) -> None:
-    """E2E-REN-4: kill -9 of a server mid-render: the reaper resets its slot and records the release."""
+    """E2E-REN-4: kill -9 of a server mid-render: the reaper resets its slot and records
+    the release."""
     servers = group(AdmissionPath.RESERVE_CHECK_THEN_WRITE, tmp_path / "trace", 20000.0)
     with servers:
 
