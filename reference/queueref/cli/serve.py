@@ -125,7 +125,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     render.add_argument(
         "--render-ms",
-        type=_render_ms,
+        type=render_ms_type,
         default=None,
         metavar="MS|LOW-HIGH",
         help="each request renders for MS milliseconds, or a time drawn uniformly from "
@@ -135,7 +135,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     render.add_argument(
         "--preflight",
-        type=_preflight,
+        type=preflight_type,
         default=PREFLIGHT_MODES[0],
         metavar="MODE",
         help="with --render-ms: two-check (vLLM 0.31.0-0.33.0: a check at preflight that "
@@ -220,7 +220,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _render_ms(text: str) -> RenderTime:
+def render_ms_type(text: str) -> RenderTime:
     """argparse type of --render-ms (E2E-REN-1): one line naming the problem."""
     try:
         return parse_render_ms(text)
@@ -228,7 +228,7 @@ def _render_ms(text: str) -> RenderTime:
         raise argparse.ArgumentTypeError(str(error).removeprefix("--render-ms ")) from None
 
 
-def _preflight(text: str) -> AdmissionPath:
+def preflight_type(text: str) -> AdmissionPath:
     """argparse type of --preflight (E2E-REN-2)."""
     try:
         return parse_preflight(text)
