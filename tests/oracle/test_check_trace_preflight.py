@@ -122,3 +122,17 @@ def test_adm_ev_7_preflight_records_round_trip_and_refuse_tokens() -> None:
         E(1.0, 0, "release", "a", 1, view=0)
     with pytest.raises(ValueError, match="ADM-EV-1: tokens must be None for a reserve"):
         E(1.0, 0, "reserve", "a", 1, view=0, tokens=3)
+
+
+def test_orc_tr_2_a_preflight_view_that_breaks_the_rule_is_reported() -> None:
+    """ORC-TR-2, ORC-TR-7: a passing preflight or reservation is judged as a decision to
+    admit: its view must pass the mode's rule and include the server's own count."""
+    trace = two_check_trace()
+    trace[1] = E(1.1, 0, "preflight", "b", 1, view=1)  # 1 + 1 > M = 1
+    assert rules(trace) == ["ORC-TR-2"]
+    trace = reserve_trace()
+    trace[1] = E(1.1, 0, "reserve", "c", 1, view=3)  # 3 > M = 2
+    assert rules(trace, "write-then-check", cap=2) == ["ORC-TR-2"]
+    trace = reserve_trace()
+    trace[0] = E(1.0, 0, "reserve", "a", 1, view=0)  # below its own reservation of 1
+    assert rules(trace, "write-then-check", cap=2) == ["ORC-TR-7"]

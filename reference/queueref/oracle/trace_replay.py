@@ -158,6 +158,8 @@ class Replay:
             )
         state.last_t = event.t if previous is None else max(previous, event.t)
         if event.event in PREFLIGHT_KINDS:
+            if event.event != "release":  # a passing preflight: judged as a decision to admit
+                self.decide(line, event, admitted=True)
             self.preflight.step(self, line, event)
         elif event.event == "admit":
             self.preflight.admit(self, line, event)

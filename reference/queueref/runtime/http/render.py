@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from queueref.admission.front import APIServer
 from queueref.admission.protocol import AdmissionPath, Protocol
-from queueref.errors import AdmissionRejected, QueueOverflowError
+from queueref.errors import AdmissionRejected, MaxQueuedTokensError, QueueOverflowError
 from queueref.trace.events import AdmissionEvent, EventKind
 
 #: The preflight modes `serve --preflight` offers, vLLM's first (the default).
@@ -183,7 +183,12 @@ class Preflight:
             view = controller.check_admission(n, tokens)
         except AdmissionRejected as rejection:
             seen = rejection.view if isinstance(rejection, QueueOverflowError) else None
-            self._emit("reject", request_id, n, view=seen)
+            fields: dict[str, Any] = {"view": seen}
+            if controller.max_num_queued_tokens is not None:  # ADM-EV-6: as APIServer records
+                fields["tokens"] = tokens
+                if isinstance(rejection, MaxQueuedTokensError):
+                    fields["token_view"] = rejection.queued_tokens
+            self._emit("reject", request_id, n, **fields)
             raise
         if self._render.path is AdmissionPath.RESERVE_CHECK_THEN_WRITE:
             controller.tracker.reserve(n)  # ADM-PRE-6: no await between check and write
