@@ -9,7 +9,7 @@ export HYPOTHESIS_PROFILE
 PYTEST_WORKERS ?= 2
 
 .PHONY: setup redis-server coq spin test soak lint types crosshair-queues generate proofs proofs-coq bound-table trace vectors bench mutation verify clean
-.PHONY: help
+.PHONY: help dist faults fault-tools
 
 $(STAMP): pyproject.toml
 	mkdir -p build
@@ -36,8 +36,8 @@ redis-server:
 # then the `guard` tests with contracts off (python -O): bad input is refused without
 # icontract too. Only the guards: the whole suite under -O takes about 20 minutes here.
 test: setup coq spin
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not multiprocess and not e2e and not slow"
-	$(BIN)/python -m pytest -q -m "(multiprocess or e2e) and not slow" tests
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not multiprocess and not e2e and not slow and not faults"
+	$(BIN)/python -m pytest -q -m "(multiprocess or e2e) and not slow and not faults" tests
 	$(BIN)/python -O -m pytest -q -n $(PYTEST_WORKERS) \
 		-m "guard and not contracts and not multiprocess and not e2e and not slow"
 
@@ -127,6 +127,11 @@ trace: setup
 bench: setup spin
 	$(BIN)/python tools/bench.py
 
+## dist: build queueref's wheel and sdist into dist/ (it is not on the package index: install these)
+dist: setup
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+
 ## verify: every check above, and the verification report
 verify: setup
 	$(BIN)/python tools/verify.py
@@ -134,6 +139,29 @@ verify: setup
 ## clean: remove build/, .venv and the tool caches
 clean:
 	rm -rf build .venv .mypy_cache .ruff_cache .hypothesis
+
+## faults: every fault across serve --store nodes under load (root): build/faults-report.json
+# partition (the run's own network namespace, a link taken down), redis-restart, failover
+# (Sentinel, one replica), node-kill (kill -9 of a node's group), pause (SIGSTOP past the
+# lease), tokens; every store protocol. Installs iproute2, redis-server and redis-sentinel
+# when missing (apt-get as root; else a clear failure -- never a skip). About 5 minutes.
+faults: setup fault-tools
+	$(BIN)/python -m pytest -q -m faults tests
+	$(BIN)/python tools/faults.py
+
+## fault-tools: install ip (iproute2), redis-server and redis-sentinel when missing (root)
+fault-tools:
+	@missing=""; \
+	for pair in ip:iproute2 redis-server:redis-server redis-sentinel:redis-sentinel; do \
+	  command -v $${pair%%:*} >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=300 $$missing \
+	    || { apt-get update -q && DEBIAN_FRONTEND=noninteractive \
+	         apt-get install -y -q -o DPkg::Lock::Timeout=300 $$missing; }; \
+	  else echo "make faults needs root (network namespaces) and$$missing: run it as root" >&2; \
+	    exit 1; fi; \
+	fi
 
 ## help: this list: one line per target
 help:

@@ -696,6 +696,9 @@ def main() -> int:
     import bench_oracle  # the oracle's knobs and what each costs (ORC-SIZE-4), beside this file
 
     bench_oracle.run(results)
+    import bench_models  # the token, joint and lease explorers, compact beside plain
+
+    bench_models.run(results)
     BUILD.mkdir(exist_ok=True)
     (BUILD / "bench.json").write_text(json.dumps(results, indent=1))
     print("\nsaved build/bench.json")

@@ -705,7 +705,9 @@ def test_bad_input_is_refused_without_contracts_too() -> None:
 
     script = """
 import queueref.admission.controller as a
+from queueref.admission.shared_stats import SharedAdmissionStats
 from queueref.admission.tracker import RequestTracker
+from queueref.errors import AdmissionCounterError
 assert not __debug__
 def refused(call, error):
     try:
@@ -715,13 +717,13 @@ def refused(call, error):
     raise SystemExit("not refused")
 print(refused(lambda: a.AdmissionController(-1), ValueError))
 print(refused(lambda: a.AdmissionController(3).check_admission(0), ValueError))
-print(refused(lambda: a.SharedAdmissionStats([0] * 8, 2, 0), ValueError))
-print(refused(lambda: a.SharedAdmissionStats([0] * 16, 2, 0).set_num_requests(-1), ValueError))
+print(refused(lambda: SharedAdmissionStats([0] * 8, 2, 0), ValueError))
+print(refused(lambda: SharedAdmissionStats([0] * 16, 2, 0).set_num_requests(-1), ValueError))
 counters = [0] * 16
-stats = a.SharedAdmissionStats(counters, 2, 0)
+stats = SharedAdmissionStats(counters, 2, 0)
 counters[8] = -1
 controller = a.AdmissionController(3, shared_stats=stats)
-print(refused(controller.check_admission, a.AdmissionCounterError))
+print(refused(controller.check_admission, AdmissionCounterError))
 """
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     completed = subprocess.run(

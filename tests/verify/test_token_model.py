@@ -6,11 +6,16 @@ import contextlib
 import dataclasses
 import io
 import json
+import re
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 import queueref.cli.bound_table as bound_table_command
+from queueref.admission import protocol
 from queueref.cli.main import main
+from queueref.verify import token_compact, tokens
 from queueref.verify.tokens import Rule, TokenRow, admits_tokens, explore_joint, explore_tokens
 
 CTW, WTC = "check-then-write", "write-then-check"
@@ -41,6 +46,11 @@ FITS_ROWS = [
 ]
 WTC_ROWS = [((1, 3, 2), 3), ((2, 2, 2), 2), ((2, 4, 3), 4), ((3, 2, 1), 2), ((3, 2, 2), 2)]
 
+# (N, Mt, P) = (3, 3, 2), the issue's instance: the plain encoding's worst, run once
+# (ge: 5,464,848 states in 31 min, fits: 2,786,353 states in 9 min on the shared 2-core
+# machine), equal to the formulas: ge 3 - 1 + 3*2 = 8, fits 3 + 2*min(3, 2) = 7.
+ISSUE_ROWS = [("ge", 8), ("fits", 7)]
+
 
 @pytest.mark.parametrize(("bounds", "expected"), GE_ROWS)
 def test_OB_TOK_1_upstream_ge_rule_worst_is_mt_minus_1_plus_n_p(
@@ -70,11 +80,111 @@ def test_OB_TOK_3_write_then_check_never_admits_more_than_mt(
     assert (row.worst_tokens, row.bound) == (expected, expected)
 
 
-def test_OB_TOK_1_a_wrong_bound_is_refuted() -> None:
-    """OB-TOK-1: the search refutes a bound one too small: the fits bound for the ge rule
-    (Mt + (N-1)*min(Mt, P) = 4 at N = 2, Mt = 2, P = 2) is exceeded (5)."""
-    row = explore_tokens(2, 2, 2, rule="ge", protocol_name=CTW)
+@pytest.mark.parametrize("encoding", tokens.ENCODINGS)
+def test_OB_TOK_1_a_wrong_bound_is_refuted(encoding: str) -> None:
+    """OB-TOK-1, OB-TOK-5: each encoding refutes a bound one too small: the fits bound for
+    the ge rule (Mt + (N-1)*min(Mt, P) = 4 at N = 2, Mt = 2, P = 2) is exceeded (5)."""
+    row = explore_tokens(2, 2, 2, rule="ge", protocol_name=CTW, encoding=encoding)
     assert row.worst_tokens == 5 > 2 + (2 - 1) * min(2, 2)
+
+
+@pytest.mark.parametrize(("rule", "expected"), ISSUE_ROWS)
+def test_OB_TOK_5_the_issue_instance_3_3_2_in_the_compact_encoding(
+    rule: str, expected: int
+) -> None:
+    """OB-TOK-5: N = 3, Mt = 3, P = 2, where the plain encoding needs millions of states:
+    the compact one finds the plain one's worst (its run, once) in under 30,000 states."""
+    row = explore_tokens(3, 3, 2, rule=rule, protocol_name=CTW)
+    assert (row.worst_tokens, row.bound) == (expected, expected)
+    assert row.states < 30_000
+
+
+# Every instance the plain encoding searches in about a second or less: N <= 2 with
+# Mt 0-3 and P 1-2, and N = 3 with Mt <= 1 and P = 1.
+SMALL = [(n, mt, p) for n in (1, 2) for mt in range(4) for p in (1, 2)]
+SMALL += [(3, 0, 1), (3, 1, 1)]
+VARIANTS = [(CTW, "ge"), (CTW, "fits"), (WTC, "fits")]
+
+
+def _worst_mismatches(
+    instances: list[tuple[int, int, int]], variant: tuple[str, str]
+) -> list[tuple[tuple[int, int, int], int, int]]:
+    """The instances where the compact encoding's worst differs from the plain one's."""
+    protocol_name, rule = variant
+    out = []
+    for bounds in instances:
+        compact = explore_tokens(*bounds, rule=rule, protocol_name=protocol_name)
+        plain = explore_tokens(*bounds, rule=rule, protocol_name=protocol_name, encoding="plain")
+        assert compact.states <= plain.states, bounds  # compact: never more states
+        if compact.worst_tokens != plain.worst_tokens:
+            out.append((bounds, compact.worst_tokens, plain.worst_tokens))
+    return out
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_OB_TOK_5_compact_and_plain_encodings_find_the_same_worst(
+    variant: tuple[str, str],
+) -> None:
+    """OB-TOK-5: on every small instance the compact encoding finds exactly the plain
+    encoding's worst queued tokens, in no more states."""
+    assert _worst_mismatches(SMALL, variant) == []
+
+
+def _checks_never_overlap(successors: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
+    """An unsound reduction: no check starts while another is in progress (as if reads
+    commuted with the others' admissions): the locked protocol, not the shared one."""
+
+    def moves(state: Any, **bounds: Any) -> list[Any]:
+        busy = sum(check is not None for _, check in state)
+        return [
+            s
+            for s in successors(state, **bounds)
+            if sum(c is not None for _, c in s) <= max(busy, 1)
+        ]
+
+    return moves
+
+
+def _sorted_servers(successors: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
+    """An unsound reduction: the servers kept sorted, as if they were interchangeable (a
+    check in progress then reads another slot next, and its own slot as another's)."""
+
+    def moves(state: Any, **bounds: Any) -> list[Any]:
+        return [tuple(sorted(s, key=repr)) for s in successors(state, **bounds)]
+
+    return moves
+
+
+@pytest.mark.parametrize(
+    ("reduction", "smaller"), [(_checks_never_overlap, True), (_sorted_servers, False)]
+)
+def test_OB_TOK_5_an_unsound_reduction_is_caught(
+    monkeypatch: pytest.MonkeyPatch, reduction: Callable[..., Any], smaller: bool
+) -> None:
+    """OB-TOK-5: the comparison has teeth. A reduction that loses interleavings (checks never
+    overlap) finds a smaller worst than the plain encoding; the server symmetry that does
+    not hold here (reads in index order) finds a larger one: both are reported."""
+    monkeypatch.setattr(token_compact, "ctw_successors", reduction(token_compact.ctw_successors))
+    found = _worst_mismatches([(2, 2, 1), (2, 2, 2)], (CTW, "ge"))
+    assert found
+    for _, compact_worst, plain_worst in found:
+        assert (compact_worst < plain_worst) is smaller
+
+
+@pytest.mark.parametrize("encoding", tokens.ENCODINGS)
+def test_OB_TOK_5_a_broken_rule_is_refuted_by_each_encoding(
+    monkeypatch: pytest.MonkeyPatch, encoding: str
+) -> None:
+    """OB-TOK-1, OB-TOK-5: `queued <= Mt` for `queued < Mt` (Coq's mutant of OB-TOK-1) is
+    refuted by each encoding: the worst exceeds Mt - 1 + N*P."""
+
+    def off_by_one(rule: Rule, view: int, t: int, limit: int) -> bool:
+        return view <= limit if Rule(rule) is Rule.GE else view + t <= limit
+
+    monkeypatch.setattr(protocol, "admits_tokens", off_by_one)
+    monkeypatch.setattr(tokens, "admits_tokens", off_by_one)
+    row = explore_tokens(2, 2, 2, rule="ge", encoding=encoding)
+    assert row.worst_tokens == 2 + 2 * 2 > row.bound == 5
 
 
 def test_OB_TOK_1_the_rules() -> None:
@@ -94,6 +204,11 @@ def test_OB_TOK_1_bad_bounds_name_the_problem() -> None:
         explore_tokens(1, 1, 1, rule="gt")
     with pytest.raises(ValueError, match="more than 10 states"):
         explore_tokens(2, 2, 2, max_states=10)
+    for encoding in tokens.ENCODINGS:  # OB-TOK-5: the limit holds in each, named
+        with pytest.raises(ValueError, match=f"more than 10 states \\({encoding} encoding"):
+            explore_tokens(2, 2, 2, max_states=10, encoding=encoding)
+    with pytest.raises(ValueError, match="OB-TOK-1: unknown encoding 'packed'"):
+        explore_tokens(1, 1, 1, encoding="packed")
 
 
 # (N, M, W, Mt, P) -> (worst requests, worst tokens), found by the search and checked by
@@ -121,6 +236,25 @@ def test_OB_TOK_4_both_limits_never_exceed_either_bound_alone(
     assert row.worst_requests <= cap + (servers - 1) * min(cap, weight)
     assert row.worst_tokens <= limit - 1 + servers * weight * prompt
     assert row.holds
+
+
+# More instances with both limits, compared with the plain encoding (each under a second).
+JOINT_SMALL = [bounds for bounds, _ in JOINT_ROWS] + [
+    (1, 3, 2, 3, 2), (2, 0, 1, 1, 1), (2, 1, 2, 0, 1), (2, 2, 2, 1, 2), (2, 3, 2, 2, 1),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("bounds", JOINT_SMALL)
+def test_OB_TOK_5_compact_and_plain_agree_with_both_limits(
+    bounds: tuple[int, int, int, int, int],
+) -> None:
+    """OB-TOK-4, OB-TOK-5: with both limits the compact encoding finds the plain one's
+    worst request and token counts, in fewer states."""
+    compact, plain = explore_joint(*bounds), explore_joint(*bounds, encoding="plain")
+    assert (compact.worst_requests, compact.worst_tokens) == (
+        plain.worst_requests, plain.worst_tokens
+    )  # fmt: skip
+    assert compact.states <= plain.states
 
 
 def _bound_table(*args: str) -> tuple[int, str]:
@@ -171,3 +305,23 @@ def test_OB_TOK_1_bound_table_flags_a_row_over_its_bound(monkeypatch: pytest.Mon
     monkeypatch.setattr(bound_table_command, "explore_tokens", one_more)
     code, _ = _bound_table("--limit", "tokens", "--servers", "1", "--cap", "1", "--weight", "1")
     assert code == 1
+
+
+def test_OB_TOK_5_bound_table_state_limit_and_progress(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """OB-TOK-5, E2E-CLI-4: `--max-states` still stops a token row (exit 2, one line naming
+    the requirement, the encoding and the instance); each row reports its states."""
+    code = main(["bound-table", "--quiet", "--limit", "tokens", "--servers", "3", "--cap", "3",
+                 "--weight", "2", "--max-states", "1000"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip() == (
+        "queueref bound-table: OB-TOK-1: more than 1000 states (compact encoding, N=3, Mt=3, "
+        "P=2); lower the bounds or raise the state limit"
+    )
+    monkeypatch.setattr(bound_table_command, "show_progress", lambda args: True)
+    assert main(["bound-table", "--limit", "tokens", "--servers", "2", "--cap", "1",
+                 "--weight", "1", "--json"]) == 0  # fmt: skip
+    assert re.search(r"^queueref bound-table: N=2 Mt=1 P=1: \d+ states in \d+\.\d\d s",
+                     capsys.readouterr().err, re.MULTILINE)  # fmt: skip

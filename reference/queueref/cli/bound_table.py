@@ -227,6 +227,8 @@ def _token_rows(args: argparse.Namespace, max_states: int) -> list[dict[str, obj
                         for mt in parse_range(str(args.token_cap), "token-cap", 0):
                             for p in parse_range(str(args.prompt), "prompt", 1):
                                 joint = explore_joint(n, m, w, mt, p, max_states)
+                                _progress(args, f"N={n} M={m} W={w} Mt={mt} P={p}",
+                                          joint.states, time.monotonic() - started)  # fmt: skip
                                 rows.append({
                                     "protocol": protocol, "limit": "both", "rule": "ge",
                                     "servers": n, "cap": m, "weight": w,
@@ -242,8 +244,19 @@ def _token_rows(args: argparse.Namespace, max_states: int) -> list[dict[str, obj
                 except ValueError as error:
                     raise UsageError(str(error)) from None
                 row["seconds"] = round(time.monotonic() - started, 3)
+                _progress(args, f"N={n} Mt={m} P={w}", found.states, time.monotonic() - started)
                 rows.append(row)
     return rows
+
+
+def _progress(args: argparse.Namespace, instance: str, states: int, seconds: float) -> None:
+    """The states searched and the rate of one row, on stderr (not with --quiet)."""
+    if show_progress(args):  # E2E-CLI-4: long runs show progress
+        progress_line(
+            "bound-table",
+            f"{instance}: {states} states in {seconds:.2f} s "
+            f"({states / max(seconds, 1e-9):,.0f} states/s)",
+        )
 
 
 def _rows(args: argparse.Namespace) -> list[dict[str, object]]:

@@ -52,6 +52,7 @@ from queueref.runtime.http.group import SERVE_PROTOCOLS, TOKEN_RULES
 from queueref.runtime.http.ports import PortInUseError
 from queueref.runtime.http.render import PREFLIGHT_MODES
 from queueref.runtime.loadgen import LoadError
+from queueref.runtime.nodes_plot import NodesSeries, plot_nodes
 
 HELP = "run serve + load for each admission mode and print max global in-flight vs the bound"
 
@@ -152,6 +153,12 @@ def _run_nodes(args: argparse.Namespace) -> int:
     """ADM-STORE-9: one row per store protocol; exit 1 when a bound is broken."""
     if args.store != "redis":
         return _fail("--nodes needs --store redis")
+    series: list[NodesSeries] = []
+    if args.plot is not None:
+        try:
+            check_output_path(args.plot)
+        except OSError as error:
+            return _fail(f"cannot write {args.plot}: {error.strerror or error}")
 
     def progress(row: NodesRow) -> None:
         progress_line(
@@ -169,6 +176,7 @@ def _run_nodes(args: argparse.Namespace) -> int:
             seconds=args.duration,
             service_time_ms=args.service_time_ms,
             progress=progress if show_progress(args) else None,
+            on_series=series.append if args.plot is not None else None,
         )
     except (LoadError, ValueError, RuntimeError, TimeoutError, OSError) as error:
         return _fail(str(error))
@@ -180,6 +188,16 @@ def _run_nodes(args: argparse.Namespace) -> int:
             f"{args.concurrency} clients, {args.duration:g} s per protocol"
         )
         print(format_rows(rows))
+    if args.plot is not None:  # ADM-STORE-11
+        title = (
+            f"{args.nodes} nodes x {args.servers} API servers through one Redis: "
+            "the global count per store protocol"
+        )
+        if plot_nodes(series, args.cap, title, args.plot):
+            print(f"plot written to {args.plot}", file=sys.stderr if args.json else sys.stdout)
+        else:
+            print("matplotlib is not installed: no plot (pip install queueref[plot])",
+                  file=sys.stderr)  # fmt: skip
     return 0 if all(row.within_bound for row in rows) else 1
 
 

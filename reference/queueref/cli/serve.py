@@ -218,6 +218,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=StoreFailurePolicy.CLOSED.value,
         help="when Redis fails: closed = 503, open = admit against floor(M / N) (closed)",
     )
+    store.add_argument(
+        "--store-sentinel",
+        metavar="MASTER",
+        default=None,
+        help="--store names a Sentinel; follow the primary of MASTER through failovers",
+    )
+    store.add_argument(
+        "--store-replicas",
+        type=int_at_least(0),
+        default=0,
+        help="WAIT for this many replicas after every write; fewer is a failed write (0)",
+    )
 
 
 def render_ms_type(text: str) -> RenderTime:
@@ -256,9 +268,14 @@ def _node_store(args: argparse.Namespace) -> NodeStore | None:
         raise ValueError(
             "--store runs check-then-write through the store: use --admission check-then-write"
         )
-    if args.max_num_queued_tokens is not None:
-        raise ValueError("--store shares the request cap only: drop --max-num-queued-tokens")
-    base = allocate_node(args.store, args.deployment, args.node, args.servers, args.store_servers)
+    base = allocate_node(
+        args.store,
+        args.deployment,
+        args.node,
+        args.servers,
+        args.store_servers,
+        sentinel_master=args.store_sentinel,
+    )
     return NodeStore(
         args.store,
         args.deployment,
@@ -268,6 +285,8 @@ def _node_store(args: argparse.Namespace) -> NodeStore | None:
         StoreProtocol(args.store_protocol),
         max(1, round(args.lease * 1000)),
         StoreFailurePolicy(args.store_failure),
+        sentinel_master=args.store_sentinel,
+        replicas=args.store_replicas,
     )
 
 

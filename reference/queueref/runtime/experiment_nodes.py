@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from queueref.admission.protocol import Protocol
-from queueref.oracle.trace_check import check_admission_trace
+from queueref.oracle.trace_check import check_admission_trace, read_trace_folder
 from queueref.runtime.http.group import HttpServers
 from queueref.runtime.http.store import NodeStore
 from queueref.runtime.loadgen import run_builtin
+from queueref.runtime.nodes_plot import NodesSeries
 from queueref.runtime.store.redis_server import RedisServer
 from queueref.runtime.store.redis_store import StoreProtocol, allocate_node
-from queueref.trace.files import read_trace_folder
 
 #: The trace-checker mode whose measure and bound each store protocol keeps.
 CHECK_MODES = {
@@ -73,6 +73,7 @@ def run_protocol(
     seconds: float,
     service_time_ms: float,
     trace_dir: Path,
+    on_series: Callable[[NodesSeries], None] | None = None,
 ) -> NodesRow:
     """One protocol: its own Redis, `nodes` serve groups, the load, the merged records."""
     total = nodes * servers
@@ -103,6 +104,8 @@ def run_protocol(
         redis.close()
     events = read_trace_folder(trace_dir, total).events
     report = check_admission_trace(events, total, cap, 1, mode=CHECK_MODES[protocol])
+    if on_series is not None:  # ADM-STORE-11: for the plot
+        on_series(NodesSeries(protocol.value, events, report.bound))
     return NodesRow(
         protocol.value,
         nodes,
@@ -126,6 +129,7 @@ def run_nodes_experiment(
     service_time_ms: float,
     protocols: list[StoreProtocol] | None = None,
     progress: Callable[[NodesRow], None] | None = None,
+    on_series: Callable[[NodesSeries], None] | None = None,
 ) -> list[NodesRow]:
     """Every protocol in turn, each with a fresh Redis and a fresh trace folder."""
     rows = []
@@ -140,6 +144,7 @@ def run_nodes_experiment(
                 seconds=seconds,
                 service_time_ms=service_time_ms,
                 trace_dir=Path(folder),
+                on_series=on_series,
             )
         rows.append(row)
         if progress is not None:

@@ -21,6 +21,21 @@ OB-LEASE-1 (checked here for the stated bounds): in every reachable state
     real total <= M + (N-1)*min(M, W) + dropped,
 where `dropped` is the sum of the counts the lapses dropped so far, and the
 inequality is reached. Without lapses it is OB-BOUND-1.
+
+Two encodings (`ENCODINGS`). `plain`: the moves above, with `n` chosen at the start and
+`dropped` in the state. `compact` (the default), the ideas of `CompactCheckThenWrite`:
+
+* `n` is chosen at the decision (nobody reads it before), so starting a check and
+  reading slot 0 are one step, and a check that has read every slot keeps only `room`,
+  the largest n that fits; it admits any n <= room or declines n = room + 1 <= W;
+* a check stops at the first read after which not even n = 1 fits (views only grow; the
+  reads it skips change nothing anyone reads), so the views kept are below M;
+* `dropped` leaves the state: it is a ghost that only grows along a run and no move
+  depends on it, so the worst `total - dropped` is, over the states without it, the
+  total minus the least `dropped` of a run reaching the state (`search.least_costs`).
+
+No server symmetry: a check reads the slots in index order, so swapping two servers
+changes what a check reads before what.
 """
 
 from __future__ import annotations
@@ -30,9 +45,12 @@ from typing import TypeVar
 
 from queueref.admission import protocol
 from queueref.validators import is_int_at_least
-from queueref.verify.search import reachable
+from queueref.verify.search import least_costs, reachable
 
 T = TypeVar("T")
+
+#: The encodings searched: `compact` (the default) and `plain`, the reference.
+ENCODINGS: tuple[str, ...] = ("compact", "plain")
 
 # A server's check: (n, next slot, view), or None when idle.
 _Check = tuple[int, int, int] | None
@@ -114,23 +132,113 @@ def _successors(state: _State, cap: int, weight: int, max_lapses: int) -> list[_
     return out
 
 
-def explore_leases(servers: int, cap: int, weight: int, lapses: int) -> LeaseRow:
+# Compact: a check is (k, view) reading slot k < N, or (N, room) once decided.
+_CompactCheck = tuple[int, int] | None
+# (real counts, lease lapsed?, checks, lapses so far); `dropped` is the cost of a step.
+_CompactState = tuple[tuple[int, ...], tuple[bool, ...], tuple[_CompactCheck, ...], int]
+
+
+def _room(view: int, cap: int, weight: int) -> int:
+    """The largest n <= W that fits at `view` (0: none); every smaller n fits too."""
+    fitting = [n for n in range(1, weight + 1) if protocol.admits_check_then_write(view, n, cap)]
+    return max(fitting, default=0)
+
+
+def _compact_successors(
+    state: _CompactState, cap: int, weight: int, max_lapses: int
+) -> list[tuple[_CompactState, int]]:
+    # OB-LEASE-2: n chosen at the decision, start merged with the first read, early reject.
+    counts, lapsed, checks, lapses = state
+    num = len(counts)
+    out: list[tuple[_CompactState, int]] = []
+    can_start = _room(0, cap, weight) > 0
+    for p in range(num):
+        check = checks[p]
+        if check is None:
+            if counts[p] > 0:  # finish one request: an absolute write, visible again
+                out.append(((_replace(counts, p, counts[p] - 1), _replace(lapsed, p, False),
+                             checks, lapses), 0))  # fmt: skip
+            if lapsed[p]:  # heartbeat: an absolute write, visible again
+                out.append(((counts, _replace(lapsed, p, False), checks, lapses), 0))
+        if check is not None or can_start:
+            slot, view = (0, 0) if check is None else check
+            new: _CompactCheck = None
+            if slot < num:  # read one slot (an idle server starts and reads slot 0)
+                value = counts[slot] if slot == p or not lapsed[slot] else 0
+                view = protocol.accumulate(view, value)
+                room = _room(view, cap, weight)
+                if room and slot + 1 < num:
+                    new = (slot + 1, view)
+                elif room:
+                    new = (num, room)
+                out.append(((counts, lapsed, _replace(checks, p, new), lapses), 0))
+            else:  # admit n <= room and write; or decline n = room + 1
+                for n in range(1, view + 1):
+                    out.append(((_replace(counts, p, counts[p] + n), _replace(lapsed, p, False),
+                                 _replace(checks, p, None), lapses), 0))  # fmt: skip
+                if view < weight:
+                    out.append(((counts, lapsed, _replace(checks, p, None), lapses), 0))
+        if not lapsed[p] and lapses < max_lapses:  # the lease lapses: `dropped` += counts[p]
+            out.append(((counts, _replace(lapsed, p, True), checks, lapses + 1), counts[p]))
+    return out
+
+
+def explore_leases(
+    servers: int,
+    cap: int,
+    weight: int,
+    lapses: int,
+    *,
+    encoding: str = "compact",
+    max_states: int = 5_000_000,
+) -> LeaseRow:
     """Every reachable state with at most `lapses` lease lapses; the worst excess over `dropped`.
 
+    `states` counts the states of the chosen encoding; the worst cases are the same.
+
     :raises ValueError: a bound is not an int in range (servers >= 1, cap >= 0, weight >= 1,
-        lapses >= 0)
+        lapses >= 0), an unknown encoding, or more than `max_states` states
     """
     for name, value, low in (("servers", servers, 1), ("cap", cap, 0), ("weight", weight, 1)):
         if not is_int_at_least(value, low):
             raise ValueError(f"OB-LEASE-1: {name} must be an int >= {low}, got {value!r}")
     if not is_int_at_least(lapses, 0):
         raise ValueError(f"OB-LEASE-1: lapses must be an int >= 0, got {lapses!r}")
+    if encoding not in ENCODINGS:
+        raise ValueError(
+            f"OB-LEASE-1: unknown encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}"
+        )
+    too_many = (
+        f"OB-LEASE-1: more than {max_states} states ({encoding} encoding, N={servers}, M={cap}, "
+        f"W={weight}, lapses={lapses}); lower the bounds or raise the state limit"
+    )
+    bound = protocol.overshoot_bound(servers, cap, weight)
+    worst_excess = worst_total = 0
+    if encoding == "compact":  # OB-LEASE-2: dropped as the least cost of reaching a state
+        begin: _CompactState = ((0,) * servers, (False,) * servers, (None,) * servers, 0)
+        least_dropped = least_costs(
+            begin,
+            lambda s: _compact_successors(s, cap, weight, lapses),
+            max_states=max_states,
+            too_many=too_many,
+        )
+        for core, dropped in least_dropped.items():
+            total = sum(core[0])
+            worst_total = max(worst_total, total)
+            worst_excess = max(worst_excess, total - dropped)
+        return LeaseRow(
+            servers, cap, weight, lapses, worst_excess, worst_total, bound, len(least_dropped)
+        )
     start: _State = ((0,) * servers, (False,) * servers, (None,) * servers, 0, 0)
-    worst_excess = worst_total = states = 0
-    for state in reachable(start, lambda s: _successors(s, cap, weight, lapses)):
+    states = 0
+    for state in reachable(
+        start,
+        lambda s: _successors(s, cap, weight, lapses),
+        max_states=max_states,
+        too_many=too_many,
+    ):
         states += 1
         total = sum(state[0])
         worst_total = max(worst_total, total)
         worst_excess = max(worst_excess, total - state[3])
-    bound = protocol.overshoot_bound(servers, cap, weight)
     return LeaseRow(servers, cap, weight, lapses, worst_excess, worst_total, bound, states)

@@ -175,6 +175,44 @@ def reachable(
                 frontier.append(nxt)
 
 
+def least_costs(
+    start: _S,
+    successors: Callable[[_S], Iterable[tuple[_S, int]]],
+    *,
+    max_states: int | None = None,
+    too_many: str = "",
+) -> dict[_S, int]:
+    """Every state reachable from `start`, with the least total cost of a path to it.
+
+    `successors` gives (state, cost of the step) pairs, costs ints >= 0: Dijkstra's search
+    over buckets of equal cost. For a model whose ghost only grows along a path and whose
+    moves do not depend on it (`queueref.verify.lease`): the state without the ghost, the
+    least ghost reaching it. Past `max_states` states it raises `ValueError(too_many)`.
+    """
+    # OB-LEASE-2: the least ghost over every path, so no excess is hidden.
+    best = {start: 0}
+    buckets: dict[int, list[_S]] = {0: [start]}
+    while buckets:
+        cost = min(buckets)
+        todo = buckets.pop(cost)
+        while todo:
+            state = todo.pop()
+            if best[state] != cost:
+                continue  # reached more cheaply since it was queued
+            for nxt, step in successors(state):
+                if step < 0:
+                    raise ValueError(f"a step of negative cost {step}")
+                total = cost + step
+                known = best.get(nxt)
+                if known is not None and known <= total:
+                    continue
+                best[nxt] = total
+                if known is None and max_states is not None and len(best) > max_states:
+                    raise ValueError(too_many)
+                (todo if step == 0 else buckets.setdefault(total, [])).append(nxt)
+    return best
+
+
 def replay(model: Model, steps: Sequence[Step]) -> list[State]:
     """The states visited by `steps` from the initial state (`ValueError` on a step that
     is not enabled): how a kept counterexample trace is re-checked."""

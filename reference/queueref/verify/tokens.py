@@ -37,15 +37,30 @@ Bounds (each checked here for the stated bounds, OB-TOK-1..3):
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from queueref.admission import protocol
 from queueref.validators import is_int_at_least
+from queueref.verify import token_compact
 from queueref.verify.search import reachable
 
 #: The one token decision lives in `protocol` (the controller decides with it too).
 Rule = protocol.TokenRule
 admits_tokens = protocol.admits_tokens
+
+#: The encodings searched: `compact` (`queueref.verify.token_compact`, the default) and
+#: `plain`, the moves below, one state per choice of `t` and per partial view: the
+#: reference the compact one is compared with.
+ENCODINGS: tuple[str, ...] = ("compact", "plain")
+
+
+def _check_encoding(encoding: str, requirement: str) -> None:
+    if encoding not in ENCODINGS:
+        raise ValueError(
+            f"{requirement}: unknown encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}"
+        )
 
 
 def token_bound(rule: Rule, write_then_check: bool, servers: int, limit: int, prompt: int) -> int:
@@ -125,22 +140,37 @@ def explore_tokens(
     rule: Rule | str = Rule.GE,
     protocol_name: str = protocol.Protocol.CHECK_THEN_WRITE.value,
     max_states: int = 5_000_000,
+    encoding: str = "compact",
 ) -> TokenRow:
     """Every reachable state of N servers sharing a token limit `Mt`; the worst queued tokens.
 
-    :raises ValueError: a bound out of range, an unknown rule or protocol, or more than
-        `max_states` states
+    `states` counts the states of the chosen encoding (`ENCODINGS`); the worst is the same.
+
+    :raises ValueError: a bound out of range, an unknown rule, protocol or encoding, or
+        more than `max_states` states
     """
     for name, value, low in (("servers", servers, 1), ("limit", limit, 0), ("prompt", prompt, 1)):
         if not is_int_at_least(value, low):
             raise ValueError(f"OB-TOK-1: {name} must be an int >= {low}, got {value!r}")
+    _check_encoding(encoding, "OB-TOK-1")  # OB-TOK-5: either encoding, the same worst
     rule = Rule(rule)
     wtc = protocol.Protocol(protocol_name) is protocol.Protocol.WRITE_THEN_CHECK
     empty: _Server = ((), None)
-    start = (empty,) * servers
+    start: tuple[Any, ...] = (empty,) * servers  # the shape of the encoding's states
     worst = states = 0
-    too_many = f"OB-TOK-1: more than {max_states} states; lower the bounds"
-    moves = functools.partial(_successors, limit=limit, prompt=prompt, rule=rule, wtc=wtc)
+    too_many = (
+        f"OB-TOK-1: more than {max_states} states ({encoding} encoding, N={servers}, "
+        f"Mt={limit}, P={prompt}); lower the bounds or raise the state limit"
+    )
+    moves: Callable[[Any], list[Any]]
+    if encoding == "plain":
+        moves = functools.partial(_successors, limit=limit, prompt=prompt, rule=rule, wtc=wtc)
+    elif wtc:
+        moves = functools.partial(token_compact.wtc_successors, limit=limit, prompt=prompt)
+    else:
+        moves = functools.partial(
+            token_compact.ctw_successors, limit=limit, prompt=prompt, rule=rule
+        )
     for state in reachable(start, moves, max_states=max_states, too_many=too_many):
         states += 1
         worst = max(worst, sum(sum(prefilling) for prefilling, _ in state))
@@ -216,14 +246,21 @@ def _joint_successors(
 
 
 def explore_joint(
-    servers: int, cap: int, weight: int, limit: int, prompt: int, max_states: int = 5_000_000
+    servers: int,
+    cap: int,
+    weight: int,
+    limit: int,
+    prompt: int,
+    max_states: int = 5_000_000,
+    encoding: str = "compact",
 ) -> JointRow:
     """Both limits set (upstream's order and `ge` rule): the worst request and token counts.
 
     The check reads counter 0 of every slot, decides the request limit, then reads
     counter 1 of every slot and decides the token limit: two passes at different moments.
 
-    :raises ValueError: a bound out of range, or more than `max_states` states
+    :raises ValueError: a bound out of range, an unknown encoding, or more than
+        `max_states` states
     """
     for name, value, low in (
         ("servers", servers, 1),
@@ -234,11 +271,18 @@ def explore_joint(
     ):
         if not is_int_at_least(value, low):
             raise ValueError(f"OB-TOK-4: {name} must be an int >= {low}, got {value!r}")
+    _check_encoding(encoding, "OB-TOK-4")  # OB-TOK-5: either encoding, the same worst
     empty: _JointServer = (0, (), None)
-    start = (empty,) * servers
+    start: tuple[Any, ...] = (empty,) * servers  # the shape of the encoding's states
     worst_requests = worst_tokens = states = 0
-    too_many = f"OB-TOK-4: more than {max_states} states; lower the bounds"
-    moves = functools.partial(_joint_successors, cap=cap, weight=weight, limit=limit, prompt=prompt)
+    too_many = (
+        f"OB-TOK-4: more than {max_states} states ({encoding} encoding, N={servers}, M={cap}, "
+        f"W={weight}, Mt={limit}, P={prompt}); lower the bounds or raise the state limit"
+    )
+    successors: Callable[..., list[Any]] = (
+        _joint_successors if encoding == "plain" else token_compact.joint_successors
+    )
+    moves = functools.partial(successors, cap=cap, weight=weight, limit=limit, prompt=prompt)
     for state in reachable(start, moves, max_states=max_states, too_many=too_many):
         states += 1
         worst_requests = max(worst_requests, sum(d + len(pre) for d, pre, _ in state))

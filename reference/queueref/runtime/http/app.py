@@ -124,6 +124,15 @@ class CompletionApp:
         self.aborted = 0
         self.bad_requests = 0
 
+    async def startup(self) -> None:
+        """With a store: register and start the lease renewals (ADM-STORE-4)."""
+        if self._store is not None:
+            await self._store.start()
+
+    async def shutdown(self) -> None:
+        if self._store is not None:
+            await self._store.close()
+
     @property
     def api(self) -> APIServer:
         """The server's admission front."""
@@ -145,6 +154,8 @@ class CompletionApp:
 
     def global_queued_tokens(self) -> int:
         """The global queued prompt tokens from the shared counters (the own without them)."""
+        if self._store is not None:
+            return self._store.last_token_view  # the queued tokens the last check read
         if self._global is not None:
             return self._global.get_num_queued_tokens()
         return self._api.controller.read_queued_tokens()
@@ -324,10 +335,9 @@ class CompletionApp:
         try:
             # ADM-FRONT-1: check + registration in one synchronous step, with the real n.
             if self.preflight is not None:  # E2E-REN-2: preflight, render, registration
-                args = (request_id, body.slots, body.num_prompt_tokens, fault, receive)
-                ids = await self.preflight.admit(*args)
+                ids = await self.preflight.admit_body(request_id, body, fault, receive)
             elif self._store is not None:
-                ids = await self._store.admit(request_id, body.slots)
+                ids = await self._store.admit(request_id, body.slots, body.num_prompt_tokens)
             else:
                 ids = self._api.admit(request_id, body.slots, body.num_prompt_tokens)
         except AdmissionRejected as rejection:
@@ -337,8 +347,7 @@ class CompletionApp:
             await self._error(send, HTTPStatus(rejection.http_status), self._busy(rejection))
             return
         except RenderFailed as broken:  # E2E-REN-3: vLLM answers a render error with a 500
-            status = HTTPStatus.INTERNAL_SERVER_ERROR
-            await self._error(send, status, error_body(str(broken), status.phrase, status.value))
+            await self._error(send, HTTPStatus.INTERNAL_SERVER_ERROR, broken.body())
             return
         self.admitted += 1
         self._mirror()
@@ -360,10 +369,12 @@ class CompletionApp:
             done, _ = await asyncio.wait({gone}, timeout=prefill)
             if gone in done:
                 raise ClientGone  # E2E-SRV-6: abort at once, as vLLM cancels the handler
-            if self._store is None:  # the store counts no tokens: it caps requests only
+            if self._store is None:
                 for rid in ids:
                     self._api.prefill_done(rid)
                 self._mirror()
+            else:  # ADM-STORE-10: the tokens leave the store's count
+                await self._store.prefill_done(request_id)
             done, _ = await asyncio.wait({gone}, timeout=hold - prefill)
             if gone in done:
                 raise ClientGone
@@ -445,12 +456,10 @@ class CompletionApp:
             while True:
                 message = await receive()
                 if message["type"] == "lifespan.startup":
-                    if self._store is not None:
-                        await self._store.start()
+                    await self.startup()
                     await send({"type": "lifespan.startup.complete"})
                 elif message["type"] == "lifespan.shutdown":
-                    if self._store is not None:
-                        await self._store.close()
+                    await self.shutdown()
                     await send({"type": "lifespan.shutdown.complete"})
                     return
         if scope["type"] != "http":

@@ -30,11 +30,13 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any, Final
 
 from queueref.admission.front import APIServer
 from queueref.admission.protocol import AdmissionPath, Protocol
 from queueref.errors import AdmissionRejected, MaxQueuedTokensError, QueueOverflowError
+from queueref.runtime.http.wire import CompletionBody, error_body
 from queueref.trace.events import AdmissionEvent, EventKind
 
 #: The preflight modes `serve --preflight` offers, vLLM's first (the default).
@@ -60,6 +62,11 @@ class ClientGone(Exception):
 
 class RenderFailed(Exception):
     """Rendering raised (`x-queueref-fault: render-error`); nothing was registered."""
+
+    def body(self) -> dict[str, Any]:
+        """The 500's body, vLLM's `ErrorResponse` (E2E-REN-3)."""
+        status = HTTPStatus.INTERNAL_SERVER_ERROR
+        return error_body(str(self), status.phrase, status.value)
 
 
 @dataclass(frozen=True)
@@ -193,6 +200,12 @@ class Preflight:
         if self._render.path is AdmissionPath.RESERVE_CHECK_THEN_WRITE:
             controller.tracker.reserve(n)  # ADM-PRE-6: no await between check and write
         self._emit("reserve" if self._render.reserves else "preflight", request_id, n, view=view)
+
+    async def admit_body(
+        self, request_id: str, body: CompletionBody, fault: str, receive: Receive
+    ) -> list[str]:
+        """`admit` of a parsed completion body: its n and its prompt length."""
+        return await self.admit(request_id, body.slots, body.num_prompt_tokens, fault, receive)
 
     async def admit(
         self, request_id: str, n: int, tokens: int, fault: str, receive: Receive

@@ -158,7 +158,14 @@ def _build(spec: ServerSpec, http: HttpConfig, record: Any) -> CompletionApp:
     }
     if http.store is not None:
         # ADM-STORE-8: admission through the store, under the global index base + local.
-        front = StoreFront(http.store, spec.index, spec.max_num_queued_reqs, record)
+        front = StoreFront(
+            http.store,
+            spec.index,
+            spec.max_num_queued_reqs,
+            record,
+            spec.max_num_queued_tokens,
+            spec.token_rule,
+        )
         return CompletionApp(spec.build(record=None), store=front, **common)
     api = spec.build(record=record)  # the one builder of a controller, token rule included
     if parse_protocol(spec.protocol) is Protocol.LOCAL:
@@ -214,6 +221,8 @@ def serve_process(spec: ServerSpec, http: HttpConfig) -> None:
                 await asyncio.sleep(HEARTBEAT_INTERVAL)
 
         async def main() -> None:
+            # uvicorn runs without lifespan events: the store's renewals start here.
+            await app.startup()
             task = asyncio.create_task(server.serve(sockets=[sock]))
             beat = asyncio.create_task(heartbeat())
             while not server.started and not task.done():
@@ -224,6 +233,7 @@ def serve_process(spec: ServerSpec, http: HttpConfig) -> None:
                 await task
             finally:
                 beat.cancel()
+                await app.shutdown()
 
         try:
             asyncio.run(main())

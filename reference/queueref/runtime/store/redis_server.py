@@ -28,7 +28,7 @@ def free_port() -> int:
 class RedisServer:
     """One redis-server process on loopback; `stop()` and `start()` again on the same port."""
 
-    def __init__(self, password: str | None = None) -> None:
+    def __init__(self, password: str | None = None, persistent: bool = False) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError(
@@ -38,6 +38,8 @@ class RedisServer:
         self.binary = binary
         self.port = free_port()
         self.password = password
+        # ADM-FAULT-1: an append-only file synced at every write: a restart loses no count.
+        self.persistent = persistent
         self._dir = tempfile.TemporaryDirectory(prefix="queueref-redis-")
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -52,7 +54,8 @@ class RedisServer:
             "--bind", LOOPBACK,
             "--port", str(self.port),
             "--save", "",
-            "--appendonly", "no",
+            "--appendonly", "yes" if self.persistent else "no",
+            "--appendfsync", "always",
             "--dir", self._dir.name,
             "--protected-mode", "yes",
         ]  # fmt: skip

@@ -32,45 +32,48 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
-import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import Any, Final
+from typing import Any
 
 from queueref.admission import protocol
+from queueref.admission.protocol import TokenRule
 from queueref.errors import AdmissionRejected
+from queueref.runtime.store.redis_config import (
+    StoreConfig,
+    StoreFailurePolicy,
+    StoreProtocol,
+    allocate_node,
+    redact_url,
+)
+from queueref.runtime.store.redis_connect import async_client
+from queueref.runtime.store.redis_scripts import (
+    ADMIT_SCRIPT,
+    MAX_COUNT,
+    WRITE_SCRIPT,
+    StoreCorruptError,
+    StoreError,
+    heartbeat_live,
+    parse_count,
+)
 from queueref.validators import is_int_at_least
 
-#: Counts above this are corrupt: no deployment holds 2**40 requests.
-MAX_COUNT: Final = 2**40
-
-_COUNT = re.compile(rb"\d{1,15}")
-_DEPLOYMENT = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-
-
-class StoreProtocol(StrEnum):
-    """How a check reads the counters in the store."""
-
-    SLOTS = "slots"
-    SNAPSHOT = "snapshot"
-    SCRIPT = "script"
-
-
-class StoreFailurePolicy(StrEnum):
-    """What a server does when the store cannot answer."""
-
-    CLOSED = "closed"  # reject every request: 503
-    OPEN = "open"  # admit against the server's share floor(M / N) of the cap
-
-
-class StoreError(Exception):
-    """The store answered nothing usable (unreachable, or a corrupt count)."""
-
-
-class StoreCorruptError(StoreError):
-    """A count key holds what no server writes: not a decimal int in [0, MAX_COUNT]."""
+# Re-exported: the configuration moved to `redis_config`, the key layout and its
+# validation to `redis_scripts` (issue 25).
+__all__ = [
+    "MAX_COUNT",
+    "RedisAdmissionStore",
+    "StoreConfig",
+    "StoreCorruptError",
+    "StoreDecision",
+    "StoreError",
+    "StoreFailurePolicy",
+    "StoreProtocol",
+    "StoreUnavailableError",
+    "allocate_node",
+    "parse_count",
+    "redact_url",
+]
 
 
 class StoreUnavailableError(AdmissionRejected):
@@ -86,200 +89,19 @@ class StoreUnavailableError(AdmissionRejected):
         )
 
 
-def redact_url(url: str) -> str:
-    """The store URL with its password replaced by `***`."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    port = f":{parts.port}" if parts.port is not None else ""
-    netloc = f"{user}:***@{host}{port}"
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
-
-
-def parse_count(raw: bytes | None) -> int:
-    """A count read from the store; a missing key is 0.
-
-    :raises StoreCorruptError: anything but a decimal int in [0, MAX_COUNT]
-    """
-    if raw is None:
-        return 0
-    if not _COUNT.fullmatch(raw) or int(raw) > MAX_COUNT:
-        raise StoreCorruptError(
-            f"ADM-STORE-6: a count key holds {raw[:32]!r}, not an int in [0, {MAX_COUNT}]"
-        )
-    return int(raw)
-
-
-# Sums the live servers' counts, compares and writes in one atomic step.
-# KEYS: count:0..N-1, then hb:0..N-1. ARGV: N, own index, n, cap, own count,
-# lease ms, MAX_COUNT. The decision is protocol.admits_check_then_write.
-_SCRIPT: Final = """
-local num = tonumber(ARGV[1])
-local own = tonumber(ARGV[2])
-local n = tonumber(ARGV[3])
-local cap = tonumber(ARGV[4])
-local own_count = tonumber(ARGV[5])
-local max_count = tonumber(ARGV[7])
-local view = own_count
-for i = 1, num do
-  if i - 1 ~= own then
-    if redis.call('EXISTS', KEYS[num + i]) == 1 then
-      local raw = redis.call('GET', KEYS[i])
-      if raw then
-        if not string.match(raw, '^%d+$') or string.len(raw) > 15
-            or tonumber(raw) > max_count then
-          return redis.error_reply('QUEUEREF_CORRUPT a count key is not an int')
-        end
-        view = view + tonumber(raw)
-      end
-    else
-      redis.call('DEL', KEYS[i])
-    end
-  end
-end
-local admitted = 0
-if view + n <= cap then
-  admitted = 1
-  own_count = own_count + n
-end
-redis.call('SET', KEYS[own + 1], own_count)
-redis.call('SET', KEYS[num + own + 1], '1', 'PX', ARGV[6])
-return {admitted, view}
-"""
-
-
-@dataclass(frozen=True)
-class StoreConfig:
-    """Where the counters live and how this server reads them.
-
-    `url` is `redis://[user:password@]host:port/db` (or `rediss://` for TLS);
-    keys live under `deployment`, so two deployments on one Redis never share
-    a cap.
-    """
-
-    url: str
-    deployment: str
-    num_servers: int
-    server_index: int
-    protocol: StoreProtocol = StoreProtocol.SLOTS
-    lease_ms: int = 3000
-    failure: StoreFailurePolicy = StoreFailurePolicy.CLOSED
-    timeout_s: float = 0.5
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.url, str) or urllib.parse.urlsplit(self.url).scheme not in (
-            "redis",
-            "rediss",
-        ):
-            raise ValueError("ADM-STORE-7: the store URL must start with redis:// or rediss://")
-        if not isinstance(self.deployment, str) or not _DEPLOYMENT.fullmatch(self.deployment):
-            raise ValueError(
-                "ADM-STORE-7: the deployment name must be 1-64 of A-Z a-z 0-9 _ . -, "
-                f"got {self.deployment!r}"
-            )
-        for name, value, low in (
-            ("num_servers", self.num_servers, 1),
-            ("server_index", self.server_index, 0),
-            ("lease_ms", self.lease_ms, 1),
-        ):
-            if not is_int_at_least(value, low):
-                raise ValueError(f"ADM-STORE-1: {name} must be an int >= {low}, got {value!r}")
-        if self.server_index >= self.num_servers:
-            raise ValueError(
-                f"ADM-STORE-1: server_index {self.server_index} is not below "
-                f"num_servers {self.num_servers}"
-            )
-        object.__setattr__(self, "protocol", StoreProtocol(self.protocol))
-        object.__setattr__(self, "failure", StoreFailurePolicy(self.failure))
-
-    def count_key(self, index: int) -> str:
-        # The {hash tag} keeps every key of a deployment in one Redis Cluster slot.
-        return f"queueref:{{{self.deployment}}}:count:{index}"
-
-    def heartbeat_key(self, index: int) -> str:
-        return f"queueref:{{{self.deployment}}}:hb:{index}"
-
-    @property
-    def servers_key(self) -> str:
-        return f"queueref:{{{self.deployment}}}:servers"
-
-    def __repr__(self) -> str:
-        return (
-            f"StoreConfig(url={redact_url(self.url)!r}, deployment={self.deployment!r}, "
-            f"num_servers={self.num_servers}, server_index={self.server_index}, "
-            f"protocol={self.protocol.value!r}, lease_ms={self.lease_ms}, "
-            f"failure={self.failure.value!r})"
-        )
-
-
-# Gives a node its base index once, by name: the same name gets the same base
-# again (a restarted node keeps its slots). KEYS: nodes hash, next-base counter.
-# ARGV: node name, its server count K, the deployment's total N.
-_ALLOCATE: Final = """
-local base = redis.call('HGET', KEYS[1], ARGV[1])
-if base then
-  return {tonumber(base), 0}
-end
-local k = tonumber(ARGV[2])
-local next_base = tonumber(redis.call('GET', KEYS[2]) or '0')
-if next_base + k > tonumber(ARGV[3]) then
-  return {-1, next_base}
-end
-redis.call('SET', KEYS[2], next_base + k)
-redis.call('HSET', KEYS[1], ARGV[1], next_base)
-return {next_base, 1}
-"""
-
-
-def allocate_node(url: str, deployment: str, node: str, node_servers: int, total: int) -> int:
-    """The global index of a node's server 0: node `node` owns `node_servers` slots.
-
-    Allocated in the store by name, atomically, so nodes started anywhere get
-    disjoint slots and a restarted node gets its own back (ADM-STORE-8).
-
-    :raises ValueError: a bad name or count, or no room left for the node
-    :raises StoreError: the store cannot be reached
-    """
-    if not isinstance(node, str) or not _DEPLOYMENT.fullmatch(node):
-        raise ValueError(
-            f"ADM-STORE-8: the node name must be 1-64 of A-Z a-z 0-9 _ . -, got {node!r}"
-        )
-    config = StoreConfig(url, deployment, total, 0)
-    if not is_int_at_least(node_servers, 1):
-        raise ValueError(f"ADM-STORE-8: node_servers must be an int >= 1, got {node_servers!r}")
-    import redis
-
-    client = redis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
-    prefix = f"queueref:{{{config.deployment}}}"
-    try:
-        base, _ = client.eval(
-            _ALLOCATE, 2, f"{prefix}:nodes", f"{prefix}:next_base", node, node_servers, total
-        )
-    except Exception as error:
-        raise StoreError(
-            f"the store {redact_url(url)} is unavailable ({type(error).__name__})"
-        ) from None
-    finally:
-        client.close()
-    if int(base) < 0:
-        raise ValueError(
-            f"ADM-STORE-8: deployment {deployment!r} has no room for node {node!r} "
-            f"with {node_servers} servers (total {total})"
-        )
-    return int(base)
-
-
 @dataclass(frozen=True)
 class StoreDecision:
-    """What one check decided: `view` is the global count it read (None when degraded)."""
+    """What one check decided: `view` is the global count it read (None when degraded).
+
+    With a token limit `token_view` is the global queued tokens it read (None when the
+    request limit rejected first, or degraded); `by_tokens` a rejection by the token limit.
+    """
 
     admitted: bool
     view: int | None
     degraded: bool = False
+    token_view: int | None = None
+    by_tokens: bool = False
 
 
 class RedisAdmissionStore:
@@ -291,35 +113,40 @@ class RedisAdmissionStore:
     . Every command goes through one lock.
     """
 
-    def __init__(self, config: StoreConfig, max_num_queued_reqs: int) -> None:
+    def __init__(
+        self,
+        config: StoreConfig,
+        max_num_queued_reqs: int,
+        max_num_queued_tokens: int | None = None,
+        token_rule: TokenRule | str = TokenRule.GE,
+    ) -> None:
         if not is_int_at_least(max_num_queued_reqs, 0):
             raise ValueError(
                 f"ADM-STORE-1: max_num_queued_reqs must be an int >= 0, got {max_num_queued_reqs!r}"
             )
-        # The optional [store] dependency, imported only when a store is used.
-        import redis.asyncio
-        from redis.asyncio.retry import Retry
-        from redis.backoff import NoBackoff
-        from redis.exceptions import ConnectionError as RedisConnectionError
-
+        if max_num_queued_tokens is not None and not is_int_at_least(max_num_queued_tokens, 0):
+            raise ValueError(
+                "ADM-STORE-10: max_num_queued_tokens must be None or an int >= 0, "
+                f"got {max_num_queued_tokens!r}"
+            )
         self.config = config
         self.cap = max_num_queued_reqs
+        self.token_limit = max_num_queued_tokens
+        self.token_rule = TokenRule(token_rule)
         self.count = 0
+        self.tokens = 0  # the own queued prompt tokens (ADM-STORE-10)
         self._lock = asyncio.Lock()
-        self._client: Any = redis.asyncio.Redis.from_url(
-            config.url,
-            socket_timeout=config.timeout_s,
-            socket_connect_timeout=config.timeout_s,
-            # One retry on a fresh connection: after Redis restarts, the pooled
-            # connection is dead. Every command is safe to repeat: reads, and
-            # writes of absolute counts (the script too sets, never adds).
-            retry=Retry(NoBackoff(), 1),
-            retry_on_error=[RedisConnectionError],
-        )
-        self._script: Any = self._client.register_script(_SCRIPT)
+        # The optional [store] dependency, imported only when a store is used.
+        self._client: Any = async_client(config.url, config.sentinel_master, config.timeout_s)
+        self._script: Any = self._client.register_script(ADMIT_SCRIPT)
         cfg = config
         self._count_keys = [cfg.count_key(i) for i in range(cfg.num_servers)]
         self._heartbeat_keys = [cfg.heartbeat_key(i) for i in range(cfg.num_servers)]
+        self._token_keys = (
+            [cfg.tokens_key(i) for i in range(cfg.num_servers)]
+            if self.token_limit is not None
+            else []
+        )
 
     def __repr__(self) -> str:
         return f"RedisAdmissionStore({self.config!r}, cap={self.cap})"
@@ -361,126 +188,190 @@ class RedisAdmissionStore:
         )
 
     async def read_view(self) -> int:
-        """One check's reads: the global count of the live servers.
+        """One check's reads: the global count of the live servers (see `read_views`)."""
+        return (await self.read_views())[0]
+
+    async def read_views(self) -> tuple[int, int | None]:
+        """One check's reads: the global count and queued tokens of the live servers.
 
         The own slot counts with this server's own count (it is frozen during
         the check, which holds the lock). Not serialised: `admit` holds the lock.
+        The tokens are None without a token limit; with one, each server's count
+        and tokens are read together, in one MGET (ADM-STORE-10).
 
         :raises StoreError: unreachable, or a corrupt count
         """
         cfg = self.config
+        num = cfg.num_servers
+        tokens_on = self.token_limit is not None
         try:
-            check = protocol.Check(1)
+            check, token_check = protocol.Check(1), protocol.Check(1)
             if cfg.protocol is StoreProtocol.SNAPSHOT:
-                raw = await self._client.mget(self._count_keys + self._heartbeat_keys)
-                values = list(zip(raw[: cfg.num_servers], raw[cfg.num_servers :], strict=True))
-                for index, (count, heartbeat) in enumerate(values):
-                    check = check.read(self._slot_value(index, count, heartbeat))
+                raw = await self._client.mget(
+                    self._count_keys + self._heartbeat_keys + self._token_keys
+                )
+                rows = [(raw[i], raw[num + i], raw[2 * num + i] if tokens_on else None)
+                        for i in range(num)]  # fmt: skip
             else:
-                for index in range(cfg.num_servers):
+                rows = []
+                for index in range(num):
                     if index == cfg.server_index:
-                        check = check.read(self.count)
+                        rows.append((None, None, None))
                         continue
-                    count, heartbeat = await self._client.mget(
-                        self._count_keys[index], self._heartbeat_keys[index]
-                    )
-                    check = check.read(self._slot_value(index, count, heartbeat))
+                    keys = [self._count_keys[index], self._heartbeat_keys[index]]
+                    got = await self._client.mget(keys + self._token_keys[index : index + 1])
+                    rows.append((got[0], got[1], got[2] if tokens_on else None))
+            for index, (count, heartbeat, queued) in enumerate(rows):
+                check = check.read(self._slot_value(index, count, heartbeat))
+                token_check = token_check.read(self._tokens_value(index, queued, heartbeat))
         except Exception as error:
             raise self._unavailable(error) from None
-        return check.view
+        return check.view, token_check.view if tokens_on else None
+
+    def _tokens_value(self, index: int, queued: bytes | None, heartbeat: bytes | None) -> int:
+        if index == self.config.server_index:
+            return self.tokens
+        value = parse_count(queued)
+        return value if heartbeat_live(heartbeat) else 0
 
     def _slot_value(self, index: int, count: bytes | None, heartbeat: bytes | None) -> int:
         if index == self.config.server_index:
             return self.count
         value = parse_count(count)
-        return value if heartbeat is not None else 0  # ADM-STORE-4: an expired lease
+        # ADM-STORE-4: an expired lease reads as 0; ADM-STORE-6: a garbage heartbeat is an error.
+        return value if heartbeat_live(heartbeat) else 0
 
     async def admit(
-        self, n: int = 1, on_decision: Callable[[bool, int | None], None] | None = None
+        self,
+        n: int = 1,
+        on_decision: Callable[[StoreDecision], None] | None = None,
+        tokens: int = 0,
     ) -> StoreDecision:
-        """Check and, if admitted, add `n` to the own count and write it.
+        """Check and, if admitted, add `n` (and `tokens`) to the own counts and write them.
 
-        Under the lock, so one check at a time per server: then
-        the records of real servers keep each protocol's bound.
-        When the store fails: `closed` raises `StoreUnavailableError`; `open`
-        decides against `fallback_cap` with the own count. `on_decision(admitted,
-        view)` runs right after the decision and before the own slot is written
-        (the stamp of an admission record, ADM-EV-3); with `script` decision and
-        write are one step, so it runs after both.
+        Under the lock, so one check at a time per server: then the records of
+        real servers keep each protocol's bound. The request limit decides
+        first; with a token limit, the token rule on the global queued tokens
+        then (ADM-STORE-10). When the store fails: `closed` raises
+        `StoreUnavailableError`; `open` decides against `fallback_cap` (and
+        floor(Mt / N)) with the own counts. `on_decision(decision)` runs right
+        after the decision and before the own slot is written (the stamp of an
+        admission record, ADM-EV-3); with `script` decision and write are one
+        step, so it runs after both.
 
-        :raises ValueError: n is not an int >= 1
+        :raises ValueError: n is not an int >= 1, tokens not an int >= 0
         :raises StoreUnavailableError: the store failed and the policy is closed
         """
         if not is_int_at_least(n, 1):
             raise ValueError(f"ADM-STORE-1: n must be an int >= 1, got {n!r}")
+        if not is_int_at_least(tokens, 0):
+            raise ValueError(f"ADM-STORE-10: tokens must be an int >= 0, got {tokens!r}")
         # ADM-STORE-2: one check at a time per server; ADM-STORE-3 rests on it.
         async with self._lock:
             try:
                 if self.config.protocol is StoreProtocol.SCRIPT:
-                    # The script decides and writes the own count in one atomic step.
-                    admitted, view = await self._run_script(n)
+                    # The script decides and writes the own counts in one atomic step.
+                    decision = await self._run_script(n, tokens)
                 else:
-                    view = await self.read_view()
-                    admitted = protocol.admits_check_then_write(view, n, self.cap)
+                    decision = self._decide(n, tokens, *await self.read_views())
             except StoreError:
-                decision = self._degraded(n)
+                decision = self._degraded(n, tokens)
                 if on_decision is not None:
-                    on_decision(decision.admitted, None)
+                    on_decision(decision)
                 return decision
             if on_decision is not None:
-                on_decision(admitted, view)
-            if admitted:
+                on_decision(decision)
+            if decision.admitted:
                 self.count += n
+                self.tokens += tokens
                 if self.config.protocol is not StoreProtocol.SCRIPT:
                     # A failed write is retried, absolute, at the next write or heartbeat.
                     with contextlib.suppress(StoreError):
                         await self._write_locked()
-            return StoreDecision(admitted, view)
+            return decision
 
-    async def _run_script(self, n: int) -> tuple[bool, int]:
+    def _decide(self, n: int, tokens: int, view: int, token_view: int | None) -> StoreDecision:
+        if not protocol.admits_check_then_write(view, n, self.cap):
+            return StoreDecision(False, view)
+        if self.token_limit is None or token_view is None:
+            return StoreDecision(True, view)
+        fits = protocol.admits_tokens(self.token_rule, token_view, tokens, self.token_limit)
+        return StoreDecision(fits, view, token_view=token_view, by_tokens=not fits)
+
+    async def _run_script(self, n: int, tokens: int) -> StoreDecision:
         cfg = self.config
+        limit = -1 if self.token_limit is None else self.token_limit
+        args = [cfg.num_servers, cfg.server_index, n, self.cap, self.count, cfg.lease_ms,
+                MAX_COUNT, limit, tokens, self.tokens, self.token_rule.value]  # fmt: skip
+        keys = self._count_keys + self._heartbeat_keys + self._token_keys
         try:
-            admitted, view = await self._script(
-                keys=self._count_keys + self._heartbeat_keys,
-                args=[
-                    cfg.num_servers,
-                    cfg.server_index,
-                    n,
-                    self.cap,
-                    self.count,
-                    cfg.lease_ms,
-                    MAX_COUNT,
-                ],
-            )
+            if cfg.replicas == 0:
+                admitted, view, token_view = await self._script(keys=keys, args=args)
+            else:
+                async with self._client.pipeline(transaction=False) as pipe:
+                    await self._script(keys=keys, args=args, client=pipe)
+                    (admitted, view, token_view), acked = await self._waited(pipe)
+                # A decision whose write may not survive a failover is not made (closed:
+                # 503); the store's higher count heals at the next heartbeat.
+                self._check_replicated(acked)
+        except StoreError:
+            raise
         except Exception as error:
             if "QUEUEREF_CORRUPT" in str(error):
                 raise StoreCorruptError(
-                    "ADM-STORE-6: a count key is not an int in [0, MAX_COUNT]"
+                    "ADM-STORE-6: a count, heartbeat or tokens key is not an int in [0, MAX_COUNT]"
                 ) from None
             raise self._unavailable(error) from None
-        return bool(admitted), int(view)
+        if self.token_limit is None or int(admitted) == 0:
+            return StoreDecision(int(admitted) == 1, int(view))
+        by_tokens = int(admitted) == 2
+        return StoreDecision(
+            not by_tokens, int(view), token_view=int(token_view), by_tokens=by_tokens
+        )
 
-    def _degraded(self, n: int) -> StoreDecision:
-        # ADM-STORE-5: closed rejects (503); open admits against floor(M / N), own count only.
+    def _degraded(self, n: int, tokens: int) -> StoreDecision:
+        # ADM-STORE-5: closed rejects (503); open admits against floor(M / N) (and
+        # floor(Mt / N)), the own counts only.
         if self.config.failure is StoreFailurePolicy.CLOSED:
             raise StoreUnavailableError()
         admitted = protocol.admits_check_then_write(self.count, n, self.fallback_cap)
+        if admitted and self.token_limit is not None:
+            share = self.token_limit // self.config.num_servers
+            admitted = protocol.admits_tokens(self.token_rule, self.tokens, tokens, share)
         if admitted:
             self.count += n
+            self.tokens += tokens
         return StoreDecision(admitted, None, degraded=True)
 
-    async def release(self, n: int = 1, before_write: Callable[[], None] | None = None) -> None:
-        """A request of weight `n` finished or was aborted: write the smaller count.
+    async def release(
+        self, n: int = 1, before_write: Callable[[], None] | None = None, tokens: int = 0
+    ) -> None:
+        """A request of weight `n` (with `tokens` still queued) finished or was aborted:
+        write the smaller counts.
 
         A failing store leaves the write pending; it is retried (absolute) at
         the next write or heartbeat.
 
-        :raises ValueError: n is not an int in [1, count]
+        :raises ValueError: n is not an int in [1, count], tokens not in [0, own tokens]
         """
         if not is_int_at_least(n, 1) or n > self.count:
             raise ValueError(f"ADM-STORE-1: n must be an int in [1, {self.count}], got {n!r}")
+        await self.release_tokens(tokens, before_write, requests=n)
+
+    async def release_tokens(
+        self, tokens: int, before_write: Callable[[], None] | None = None, requests: int = 0
+    ) -> None:
+        """A prefill is done: `tokens` leave the own queued tokens, written (ADM-STORE-10).
+
+        :raises ValueError: tokens is not an int in [0, own tokens]
+        """
+        if not is_int_at_least(tokens, 0) or tokens > self.tokens:
+            raise ValueError(
+                f"ADM-STORE-10: tokens must be an int in [0, {self.tokens}], got {tokens!r}"
+            )
         async with self._lock:
-            self.count -= n
+            self.count -= requests
+            self.tokens -= tokens
             if before_write is not None:
                 before_write()  # the `t_before` stamp of a departure record (ADM-EV-5)
             with contextlib.suppress(StoreError):
@@ -498,13 +389,36 @@ class RedisAdmissionStore:
     async def _write_locked(self) -> None:
         cfg = self.config
         own = cfg.server_index
+        keys = [self._count_keys[own], self._heartbeat_keys[own], *self._token_keys[own : own + 1]]
         try:
-            async with self._client.pipeline(transaction=True) as pipe:
-                pipe.set(self._count_keys[own], self.count)
-                pipe.set(self._heartbeat_keys[own], 1, px=cfg.lease_ms)
-                await pipe.execute()
+            if cfg.replicas == 0:
+                async with self._client.pipeline(transaction=True) as pipe:
+                    pipe.set(keys[0], self.count)
+                    pipe.set(keys[1], 1, px=cfg.lease_ms)
+                    if len(keys) == 3:
+                        pipe.set(keys[2], self.tokens)
+                    await pipe.execute()
+                return
+            async with self._client.pipeline(transaction=False) as pipe:
+                pipe.eval(WRITE_SCRIPT, len(keys), *keys, self.count, cfg.lease_ms, self.tokens)
+                _, acked = await self._waited(pipe)
         except Exception as error:
             raise self._unavailable(error) from None
+        self._check_replicated(acked)
+
+    async def _waited(self, pipe: Any) -> tuple[Any, int]:
+        """Run `pipe` (one write) and then WAIT on its connection: (its answer, replicas)."""
+        # Half the command timeout, so WAIT answers before the socket gives up.
+        pipe.execute_command("WAIT", self.config.replicas, max(1, int(self.config.timeout_s * 500)))
+        answer, acked = await pipe.execute()
+        return answer, int(acked)
+
+    def _check_replicated(self, acked: int) -> None:
+        # ADM-FAULT-3: a write on fewer replicas than asked may be lost in a failover.
+        if acked < self.config.replicas:
+            raise StoreError(
+                f"ADM-FAULT-3: a write reached {acked} of {self.config.replicas} replica(s)"
+            )
 
     async def run_heartbeats(self) -> None:
         """Renew the lease every lease/3 until cancelled."""
