@@ -17,7 +17,7 @@ from queueref.admission.controller import AdmissionController
 from queueref.admission.front import APIServer
 from queueref.admission.protocol import AdmissionPath
 from queueref.admission.shared_stats import SharedAdmissionStats
-from queueref.errors import QueueOverflowError
+from queueref.errors import AdmissionRejected, QueueOverflowError
 from queueref.runtime.http.render import (
     RENDER_FAULT,
     ClientGone,
@@ -182,3 +182,30 @@ def test_adm_pre_5_6_reservations_waste_no_render(path: AdmissionPath) -> None:
     assert sum(e.event == "reject" for e in group.events) == 4  # all at preflight
     assert group.counts() == [(1, 0), (1, 0)] or sorted(group.counts()) == [(0, 0), (2, 0)]
     assert sum(group.slots()) == 2
+
+
+def test_adm_ev_6_a_refusal_at_preflight_records_its_tokens_under_a_token_limit() -> None:
+    """ADM-EV-6, ADM-EV-7: vLLM's path under a token cap of 10 (rule `ge`): prompts of 8
+    tokens, one after the other; a and b pass (0 and 8 queued < 10), c is refused at
+    preflight (16 queued) and its `reject` carries its tokens and the token view it read,
+    as `APIServer.admit` records them."""
+    render = RenderConfig(RenderTime(20, 20), TWO)
+    counters = [0] * SharedAdmissionStats.num_counters(1)
+    events: list[AdmissionEvent] = []
+    stats = SharedAdmissionStats(counters, 1, 0)
+    controller = AdmissionController(5, 10, shared_stats=stats)
+    api = APIServer(controller, record=events.append)
+    path = Preflight(api, render, random.Random(0), events.append)
+
+    async def run() -> None:
+        await path.admit("a", 1, 8, "", quiet)
+        await path.admit("b", 1, 8, "", quiet)
+        with pytest.raises(AdmissionRejected):
+            await path.admit("c", 1, 8, "", quiet)
+
+    asyncio.run(run())
+    assert [(e.event, e.request_id) for e in events] == [
+        ("preflight", "a"), ("admit", "a"), ("preflight", "b"), ("admit", "b"), ("reject", "c")
+    ]  # fmt: skip
+    refused = events[-1]
+    assert (refused.tokens, refused.token_view, refused.view) == (8, 16, None)
