@@ -10,7 +10,8 @@ bound (E2E-EXP-1). `--plot FILE.png` draws global in-flight over time per
 mode against each mode's bound (needs matplotlib; skipped with a note
 otherwise); `--json` prints the rows as JSON (E2E-EXP-2). Output paths are
 checked before any server starts; one progress line per mode goes to stderr
-(E2E-CLI-4).
+(E2E-CLI-4). `--render-ms` runs vLLM's whole admission path instead, one row per
+preflight mode, with the wasted renders (E2E-REN-6, `queueref.runtime.experiment_render`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import json
 import sys
 
+from queueref.admission.protocol import AdmissionPath
 from queueref.cli.args import (
     add_quiet,
     duration,
@@ -30,6 +32,7 @@ from queueref.cli.args import (
     protocol_names,
     show_progress,
 )
+from queueref.cli.serve import preflight_type, render_ms_type
 from queueref.runtime.experiment import (
     TOKEN_REQUESTS,
     ModeResult,
@@ -39,8 +42,15 @@ from queueref.runtime.experiment import (
     run_experiment,
 )
 from queueref.runtime.experiment_nodes import NodesRow, format_rows, run_nodes_experiment
+from queueref.runtime.experiment_render import (
+    RenderRow,
+    format_render_table,
+    plot_names,
+    run_render_experiment,
+)
 from queueref.runtime.http.group import SERVE_PROTOCOLS, TOKEN_RULES
 from queueref.runtime.http.ports import PortInUseError
+from queueref.runtime.http.render import PREFLIGHT_MODES
 from queueref.runtime.loadgen import LoadError
 from queueref.runtime.nodes_plot import NodesSeries, plot_nodes
 
@@ -104,6 +114,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--token-rule", choices=TOKEN_RULES, default="ge", help="ge (vLLM 0.30.0) or fits"
+    )
+    parser.add_argument(
+        "--render-ms",
+        type=render_ms_type,
+        default=None,
+        metavar="MS|LOW-HIGH",
+        help="a render run (E2E-REN-6): every request renders for MS ms (or LOW-HIGH, "
+        "uniform) between preflight and registration; one row per --preflight-modes, with "
+        "the wasted renders (rendered, then refused), the 503 rate, the max global in "
+        "flight against the path's bound and p50/p99 latency",
+    )
+    parser.add_argument(
+        "--preflight-modes",
+        type=_preflight_list,
+        default=list(PREFLIGHT_MODES),
+        metavar="MODES",
+        help="with --render-ms: comma-separated, of "
+        f"{','.join(p.value for p in PREFLIGHT_MODES)} (default: all)",
     )
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     parser.add_argument(
@@ -173,6 +201,63 @@ def _run_nodes(args: argparse.Namespace) -> int:
     return 0 if all(row.within_bound for row in rows) else 1
 
 
+def _preflight_list(text: str) -> list[AdmissionPath]:
+    """argparse type of --preflight-modes: names of `PREFLIGHT_MODES`, comma-separated."""
+    return [preflight_type(name.strip()) for name in text.split(",")]
+
+
+def _run_render(args: argparse.Namespace) -> int:
+    """E2E-REN-6: one row per preflight mode; exit 1 when a bound or a record is broken."""
+    if args.max_num_queued_tokens is not None:
+        return _fail("--render-ms runs the request cap only: drop --max-num-queued-tokens")
+
+    def progress(row: RenderRow) -> None:
+        progress_line(
+            "experiment",
+            f"{row.path.value}: {row.wasted_renders} wasted renders, max in flight "
+            f"{row.max_in_flight} (bound {row.bound}), {row.result.load.busy} answered 503",
+        )
+
+    try:
+        rows = run_render_experiment(
+            num_servers=args.servers,
+            cap=args.cap,
+            concurrency=args.concurrency,
+            duration=args.duration,
+            render=args.render_ms,
+            paths=args.preflight_modes,
+            service_time_ms=args.service_time_ms,
+            port=args.port,
+            trace_dir=args.trace_dir,
+            progress=progress if show_progress(args) else None,
+        )
+    except PortInUseError as error:
+        return _fail(str(error.strerror))
+    except (LoadError, ValueError, RuntimeError, TimeoutError, OSError) as error:
+        return _fail(str(error))
+    except KeyboardInterrupt:
+        return _fail("interrupted")
+    results = [row.result for row in rows]
+    plotted = plot(results, args.plot, plot_names(rows)) if args.plot else None
+    if args.json:
+        print(json.dumps([row.to_dict() for row in rows], indent=2))
+    else:
+        print(
+            f"{args.servers} API servers, cap M={args.cap}, {args.concurrency} clients, "
+            f"{args.duration:g} s per preflight mode, rendering {args.render_ms} ms, "
+            f"service time {args.service_time_ms:g} ms"
+        )
+        print(format_render_table(rows))
+        for row in rows:
+            if _notes(row.result):
+                print(f"{row.path.value}: " + "; ".join(_notes(row.result)))
+        if plotted:
+            print(f"plot written to {args.plot}")
+        elif plotted is False:
+            print("matplotlib is not installed: no plot (pip install queueref[plot])")
+    return 0 if all(row.within_bound for row in rows) else 1
+
+
 def _fail(message: str) -> int:
     print(f"queueref experiment: {message}", file=sys.stderr)
     return 2
@@ -198,15 +283,18 @@ def run(args: argparse.Namespace) -> int:
     if args.nodes is not None or args.store is not None:
         return _run_nodes(args)
     modes = list(args.modes)
+    first = args.preflight_modes[0] if args.render_ms is not None else modes[0]
     try:
         # E2E-EXP-2: every output path is checked before any server starts.
         if args.plot is not None:
             check_output_path(args.plot)
         if args.trace_dir is not None:
-            check_output_path(f"{args.trace_dir}/{modes[0].value}/server-0.jsonl")
+            check_output_path(f"{args.trace_dir}/{first.value}/server-0.jsonl")
     except OSError as error:
         where = f"{error.filename}: " if error.filename else ""
         return _fail(f"cannot write {where}{error.strerror or error}")
+    if args.render_ms is not None:
+        return _run_render(args)
 
     def progress(result: ModeResult) -> None:
         progress_line(

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from queueref.admission.protocol import Protocol
+from queueref.admission.protocol import AdmissionPath, Protocol
 from queueref.cli.args import (
     add_protocol_argument,
     duration,
@@ -37,6 +37,15 @@ from queueref.runtime.http.group import (
 )
 from queueref.runtime.http.ports import PortInUseError, port_is_free
 from queueref.runtime.http.releases import VLLM_RELEASES
+from queueref.runtime.http.render import (
+    MAX_RENDER_MS,
+    PREFLIGHT_MODES,
+    RENDER_FAULT,
+    RenderConfig,
+    RenderTime,
+    parse_preflight,
+    parse_render_ms,
+)
 from queueref.runtime.http.store import NodeStore
 from queueref.runtime.http.worker import PREFILL_FRACTION
 from queueref.runtime.store.redis_store import (
@@ -109,6 +118,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="answer 503s and engine failures with this vLLM release's bodies and messages, "
         "and show /metrics as it does (default: queueref's wording)",
+    )
+    render = parser.add_argument_group(
+        "vLLM's whole admission path (specs/preflight-reservations.md, E2E-REN-1, E2E-REN-2)",
+        "a rendering time between the preflight check and the registration",
+    )
+    render.add_argument(
+        "--render-ms",
+        type=render_ms_type,
+        default=None,
+        metavar="MS|LOW-HIGH",
+        help="each request renders for MS milliseconds, or a time drawn uniformly from "
+        f"[LOW, HIGH] (e.g. 100, 50-200; at most {MAX_RENDER_MS:g}); a request with the "
+        f"header x-queueref-fault: {RENDER_FAULT} fails its rendering (500). Default: no "
+        "rendering, one check",
+    )
+    render.add_argument(
+        "--preflight",
+        type=preflight_type,
+        default=PREFLIGHT_MODES[0],
+        metavar="MODE",
+        help="with --render-ms: two-check (vLLM 0.31.0-0.33.0: a check at preflight that "
+        "writes nothing, a second at registration; the default), reserve-write-then-check "
+        "(reserve n, then check; exact cap; runs over write-then-check counters, so "
+        "--admission is set to it), reserve-check-then-write (check, then reserve n)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="listen address (127.0.0.1)")
     parser.add_argument(
@@ -199,6 +232,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def render_ms_type(text: str) -> RenderTime:
+    """argparse type of --render-ms (E2E-REN-1): one line naming the problem."""
+    try:
+        return parse_render_ms(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--render-ms ")) from None
+
+
+def preflight_type(text: str) -> AdmissionPath:
+    """argparse type of --preflight (E2E-REN-2)."""
+    try:
+        return parse_preflight(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--preflight ")) from None
+
+
+def render_config(args: argparse.Namespace) -> RenderConfig | None:
+    """E2E-REN-2: the render settings; a reservation by write-then-check sets --admission."""
+    if args.render_ms is None:
+        return None
+    render = RenderConfig(args.render_ms, args.preflight)
+    if args.admission is Protocol.CHECK_THEN_WRITE:
+        args.admission = render.protocol  # the default follows the preflight mode
+    return render
+
+
 def _node_store(args: argparse.Namespace) -> NodeStore | None:
     """ADM-STORE-8: this node's place in the deployment, allocated in the store by name."""
     if args.store is None:
@@ -272,6 +331,7 @@ def run(args: argparse.Namespace) -> int:
         stop = True
 
     try:
+        render = render_config(args)
         node = _node_store(args)
     except (ValueError, StoreError) as error:
         return _fail(str(error))
@@ -282,22 +342,26 @@ def run(args: argparse.Namespace) -> int:
         return _fail(str(error))
     except OSError as error:
         return _fail(f"cannot clear --trace {args.trace}: {error.strerror or error}")
-    servers = HttpServers(
-        args.servers,
-        args.cap,
-        args.admission,
-        host=args.host,
-        port=args.port,
-        service_time_ms=args.service_time_ms,
-        trace_dir=args.trace,
-        worker_timeout=args.worker_timeout,
-        restart=args.restart,
-        store=node,
-        max_num_queued_tokens=args.max_num_queued_tokens,
-        token_rule=args.token_rule,
-        prefill_ms=args.prefill_ms,
-        vllm_version=args.vllm_version,
-    )
+    try:
+        servers = HttpServers(
+            args.servers,
+            args.cap,
+            args.admission,
+            host=args.host,
+            port=args.port,
+            service_time_ms=args.service_time_ms,
+            trace_dir=args.trace,
+            worker_timeout=args.worker_timeout,
+            restart=args.restart,
+            store=node,
+            max_num_queued_tokens=args.max_num_queued_tokens,
+            token_rule=args.token_rule,
+            prefill_ms=args.prefill_ms,
+            vllm_version=args.vllm_version,
+            render=render,
+        )
+    except ValueError as error:  # E2E-REN-2: a combination --render-ms does not run
+        return _fail(str(error))
     # E2E-SRV-4: Ctrl-C (SIGINT, which the terminal also sends to every child) and SIGTERM
     # both stop the loop; `close` then stops, joins and reaps every process.
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -319,6 +383,8 @@ def run(args: argparse.Namespace) -> int:
         )
         trace = f"; records in {args.trace}/server-<i>.jsonl" if args.trace else ""
         release = f", answering as vLLM {args.vllm_version}" if args.vllm_version else ""
+        if render is not None:
+            release += f", rendering {render.time} ms, preflight {render.path.value}"
         print(
             f"queueref serve: {args.servers} API server process(es), "
             f"admission {args.admission.value}, "

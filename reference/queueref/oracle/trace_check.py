@@ -4,7 +4,8 @@ A trace is the sequence of `queueref.trace.events.AdmissionEvent` records that A
 servers wrote (one JSON object a line, the schema of ADM-EV-1 / ADM-EV-2).
 The checker reports the largest global in-flight count, the bound it must
 respect, whether it does, and every recorded decision the semantics forbid
-(ORC-TR-1 to ORC-TR-8). It reuses the schema, the parser and the sweeps of
+(ORC-TR-1 to ORC-TR-8; the preflight records of `serve --render-ms`: ORC-TR-19
+to ORC-TR-21, `queueref.oracle.trace_preflight`). It reuses the schema, the parser and the sweeps of
 `queueref.trace.events`; files are read by `queueref.trace.files`, strictly,
 with errors that name the line and the field (ORC-TR-9). The reading names
 (`read_trace`, `read_trace_folder`, `trace_file`, ...) are re-exported here.
@@ -166,6 +167,7 @@ def check_admission_trace(
         replay.file = sources[position] if sources is not None else None
         replay.position = position
         replay.step(number, event)
+    replay.preflight.finish(replay)  # ORC-TR-19, ORC-TR-20: judged at the end of the trace
     measure = "max_in_flight"
     if chosen in (Protocol.WRITE_THEN_CHECK, Protocol.LOCKED):
         missing = [
@@ -192,6 +194,10 @@ def check_admission_trace(
     prefills = sum(1 for event in trace if event.event == "prefill_done")
     if prefills:
         counts["prefill_done"] = prefills
+    if replay.preflight.recorded:  # E2E-REN-5: only for a trace with preflight records
+        for kind in ("preflight", "reserve", "release"):
+            counts[kind] = sum(1 for event in trace if event.event == kind)
+        counts["wasted_render"] = replay.preflight.wasted
     max_queued_tokens: int | None = None
     bound_of_tokens: int | None = None
     if max_num_queued_tokens is not None:

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 
 from queueref.admission.protocol import Protocol, TokenRule, admits_tokens, keeps_reservation
 from queueref.admission.tracker import child_request_id
+from queueref.oracle.trace_preflight import PreflightRecords
 from queueref.oracle.trace_report import Violation
-from queueref.trace.events import AdmissionEvent
+from queueref.trace.events import PREFLIGHT_KINDS, AdmissionEvent
 
 
 @dataclass
@@ -120,6 +121,7 @@ class Replay:
         self.servers: dict[int, _Server] = {}
         self.file: str | None = None  # the file of the event being replayed (a folder)
         self.position = 0  # the place in the trace of the event being replayed
+        self.preflight = PreflightRecords()  # ORC-TR-19..21: serve --render-ms's records
 
     def flag(self, line: int, rule: str, message: str, event: AdmissionEvent) -> None:
         self.violations.append(Violation(line, rule, message, event, self.file))
@@ -155,9 +157,15 @@ class Replay:
                 event,
             )
         state.last_t = event.t if previous is None else max(previous, event.t)
-        if event.event == "admit":
+        if event.event in PREFLIGHT_KINDS:
+            if event.event != "release":  # a passing preflight: judged as a decision to admit
+                self.decide(line, event, admitted=True)
+            self.preflight.step(self, line, event)
+        elif event.event == "admit":
+            self.preflight.admit(self, line, event)
             self.admit(line, event)
         elif event.event == "reject":
+            self.preflight.reject(event)
             self.decide(line, event, admitted=False)
             self.decide_tokens(line, event, admitted=False)
         elif event.event == "prefill_done":

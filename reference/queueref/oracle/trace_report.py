@@ -16,6 +16,9 @@ from queueref.trace.events import AdmissionEvent
 #: The kinds of events the report counts, in the order it prints them.
 KINDS: Final = ("admit", "reject", "finish", "abort")
 
+#: Counted only when the trace has them: token and preflight records (E2E-REN-5).
+_EXTRA_KINDS: Final = ("prefill_done", "preflight", "reserve", "release", "wasted_render")
+
 #: How many requests in flight at the peak the text report lists (the JSON lists all).
 SHOWN_IN_FLIGHT: Final = 10
 
@@ -182,7 +185,7 @@ class TraceReport:
             "  "
             + ", ".join(
                 f"{kind} {self.counts.get(kind, 0)}"
-                for kind in KINDS + (("prefill_done",) if "prefill_done" in self.counts else ())
+                for kind in KINDS + tuple(k for k in _EXTRA_KINDS if k in self.counts)
             )
             + f"; still in flight at the end: {self.still_in_flight}",
             f"largest global in-flight count ({self.measure}): {self.max_in_flight}",

@@ -32,6 +32,7 @@ from queueref.admission.controller import TokenRuleName
 from queueref.admission.protocol import Protocol, parse_protocol
 from queueref.oracle.trace_check import TraceReport, check_admission_trace
 from queueref.runtime.http.group import SERVE_MODES, HttpServers, ServeMode
+from queueref.runtime.http.render import RenderConfig
 from queueref.runtime.loadgen import LoadReport, run_builtin
 from queueref.trace.events import AdmissionEvent
 
@@ -192,16 +193,19 @@ def run_mode(
     trace_dir: str | Path | None = None,
     max_num_queued_tokens: int | None = None,
     token_rule: TokenRuleName = "ge",
+    render: RenderConfig | None = None,
 ) -> ModeResult:
     """Serve + load + stop for one mode; check the merged records (E2E-EXP-1).
 
     With `max_num_queued_tokens` the servers also cap their queued prompt
-    tokens and the clients send the mixed `TOKEN_REQUESTS` (E2E-EXP-3).
+    tokens and the clients send the mixed `TOKEN_REQUESTS` (E2E-EXP-3). With
+    `render` they render first (E2E-REN-6); the records go to `<trace_dir>/<path>`.
     """
     tokens = max_num_queued_tokens is not None
     rule = token_rule
-    with tempfile.TemporaryDirectory(prefix=f"queueref-{mode}-") as scratch:
-        where = Path(trace_dir) / mode if trace_dir is not None else Path(scratch)
+    label = render.path.value if render is not None else str(mode)
+    with tempfile.TemporaryDirectory(prefix=f"queueref-{label}-") as scratch:
+        where = Path(trace_dir) / label if trace_dir is not None else Path(scratch)
         servers = HttpServers(
             num_servers,
             cap,
@@ -211,6 +215,7 @@ def run_mode(
             trace_dir=where,
             max_num_queued_tokens=max_num_queued_tokens,
             token_rule=rule,
+            render=render,
         )
         with servers:
             pids = servers.pids()
@@ -342,7 +347,7 @@ def _marker_points(times: Sequence[float], position: int, count: int = 24) -> li
     return sorted({max(0, bisect.bisect_right(times, t) - 1) for t in wanted})
 
 
-def plot_figure(results: Sequence[ModeResult]) -> Any:
+def plot_figure(results: Sequence[ModeResult], names: Sequence[str] = ()) -> Any:
     """The matplotlib figure of `plot` (E2E-EXP-1, E2E-EXP-4); `ImportError` without matplotlib.
 
     The cap M is a line of its own (solid, grey, wide, under the curves);
@@ -350,7 +355,8 @@ def plot_figure(results: Sequence[ModeResult]) -> Any:
     check-then-write M + (N-1)*min(M, W), write-then-check M). Modes that
     overlap stay apart: each has its own marker, placed at staggered
     intervals, and its own line width, and its maximum is marked. Modes are
-    named by their protocol names; the legend sits outside the axes.
+    named by their protocol names (or `names`, one per result); the legend sits outside
+    the axes.
     """
     import matplotlib
 
@@ -372,7 +378,7 @@ def plot_figure(results: Sequence[ModeResult]) -> Any:
         color="0.35",
     )
     for position, result in enumerate(results):
-        name = parse_protocol(result.mode).value
+        name = names[position] if names else parse_protocol(result.mode).value
         marker, width = PLOT_STYLES[position % len(PLOT_STYLES)]
         times, levels = timeline(result.events, result.mode)
         (line,) = axes.step(
@@ -420,10 +426,10 @@ def plot_figure(results: Sequence[ModeResult]) -> Any:
     return figure
 
 
-def plot(results: Sequence[ModeResult], path: str | Path) -> bool:
+def plot(results: Sequence[ModeResult], path: str | Path, names: Sequence[str] = ()) -> bool:
     """Write `plot_figure` to `path` (E2E-EXP-1); False without matplotlib."""
     try:
-        figure = plot_figure(results)
+        figure = plot_figure(results, names)
     except ImportError:
         return False
     import matplotlib.pyplot as plt

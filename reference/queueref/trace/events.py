@@ -27,15 +27,26 @@ import icontract
 
 from queueref.validators import is_int, is_int_at_least, is_real
 
-EventKind = Literal["admit", "reject", "finish", "abort", "prefill_done"]
+EventKind = Literal[
+    "admit", "reject", "finish", "abort", "prefill_done", "preflight", "reserve", "release"
+]
 
-#: The kinds of event, in the order a sweep resolves ties (ADM-EV-4).
-EVENT_KINDS: tuple[EventKind, ...] = ("admit", "reject", "finish", "abort", "prefill_done")
+#: The kinds of event, in the order a sweep resolves ties (ADM-EV-4); the last three are
+#: the preflight records of `serve --render-ms` (ADM-EV-7), which no sweep counts.
+EVENT_KINDS: tuple[EventKind, ...] = (
+    "admit", "reject", "finish", "abort", "prefill_done", "preflight", "reserve", "release"
+)  # fmt: skip
+
+#: ADM-EV-7: a passing preflight check, a reservation written at preflight, one given back.
+PREFLIGHT_KINDS: frozenset[str] = frozenset({"preflight", "reserve", "release"})
 
 _DEPARTURES: frozenset[str] = frozenset({"finish", "abort"})
 
+#: The kinds that never carry `tokens` (ADM-EV-6, ADM-EV-7).
+_NO_TOKENS: frozenset[str] = _DEPARTURES | {"preflight", "reserve", "release"}
+
 #: The kinds that record a decision, so may carry a view (ADM-EV-1, ADM-EV-6).
-_DECISIONS: frozenset[str] = frozenset({"admit", "reject"})
+_DECISIONS: frozenset[str] = frozenset({"admit", "reject", "preflight", "reserve"})
 
 
 def _check_fields(event: AdmissionEvent) -> str | None:
@@ -62,11 +73,11 @@ def _check_fields(event: AdmissionEvent) -> str | None:
     elif event.token_view is not None and not is_int(event.token_view):
         return f"token_view must be an int or None, got {event.token_view!r}"
     if event.tokens is not None and (
-        event.event in _DEPARTURES or not is_int_at_least(event.tokens, 0)
+        event.event in _NO_TOKENS or not is_int_at_least(event.tokens, 0)
     ):
         return (
             f"tokens must be None for a {event.event} event, got {event.tokens!r}"
-            if event.event in _DEPARTURES
+            if event.event in _NO_TOKENS
             else f"tokens must be an int >= 0 or None, got {event.tokens!r}"
         )
     if event.event == "prefill_done" and event.n != 1:

@@ -41,6 +41,16 @@ def event_cases() -> list[Case]:
         ),
         ("missing_n", '{"t":1.0,"server":0,"event":"admit","request_id":"a"}', {}),
         ("unknown_key", '{"t":1.0,"server":0,"event":"admit","request_id":"a","n":1,"x":1}', {}),
+        (
+            "preflight_reserve",
+            '{"t":1.0,"server":0,"event":"reserve","request_id":"a","n":2,"view":1}',
+            {"result": "same"},
+        ),
+        (
+            "preflight_release_with_view",
+            '{"t":1.0,"server":0,"event":"release","request_id":"a","n":2,"view":1}',
+            {},
+        ),
     ]
     for name, line, expect in lines:
         if not expect:
@@ -56,7 +66,7 @@ def event_cases() -> list[Case]:
             make_case(
                 "event_json",
                 f"admission/events/json_{name}",
-                ["ADM-EV-1", "ADM-EV-2"],
+                ["ADM-EV-1", "ADM-EV-2", *(["ADM-EV-7"] if name.startswith("preflight") else [])],
                 description="parse one line; a valid event writes back as the same line",
                 line=line,
                 expect=expect,

@@ -42,6 +42,7 @@ from queueref.runtime.http.releases import (
     ReleaseAnswers,
     release_answers,
 )
+from queueref.runtime.http.render import RENDER_FAULT, ClientGone, Preflight, RenderFailed
 from queueref.runtime.http.store import StoreFront
 from queueref.runtime.http.wire import (
     COMPLETION_PATHS,
@@ -63,10 +64,6 @@ _METHODS = {**{path: "POST" for path in COMPLETION_PATHS}, "/metrics": "GET", "/
 
 #: The pause routes of vLLM 0.33.0 (E2E-SRV-10), served with `--vllm-version 0.33.0` only.
 _PAUSE_METHODS = {"/pause": "POST", "/resume": "POST", "/is_paused": "GET"}
-
-
-class ClientGone(Exception):
-    """The client closed the connection before the answer (E2E-SRV-6)."""
 
 
 class CompletionApp:
@@ -97,8 +94,10 @@ class CompletionApp:
         rejections: RejectionCounts | None = None,
         release: ReleaseAnswers | None = None,
         paused: MutableSequence[int] | None = None,
+        preflight: Preflight | None = None,
     ) -> None:
         self._api = api
+        self.preflight = preflight  # serve --render-ms: vLLM's whole admission path (E2E-REN-2)
         self._release = release  # serve --vllm-version: answer as that release (E2E-SRV-10)
         # E2E-SRV-10: one pause flag for the group, as vLLM's API servers share one engine.
         self._paused = paused if paused is not None else [0]
@@ -326,15 +325,18 @@ class CompletionApp:
             await self._error(send, bad.status, bad.body)
             return
         fault = headers.get(FAULT_HEADER.encode(), b"").decode("latin-1")
-        if fault and fault not in FAULTS:  # E2E-SRV-10: a fault queueref cannot simulate
+        faults = (*FAULTS, RENDER_FAULT) if self.preflight is not None else FAULTS
+        if fault and fault not in faults:  # E2E-SRV-10, E2E-REN-3: a fault not simulated
             self.bad_requests += 1
-            message = f"{FAULT_HEADER} must be one of {', '.join(FAULTS)}, got {fault!r}"
+            message = f"{FAULT_HEADER} must be one of {', '.join(faults)}, got {fault!r}"
             await self._error(send, HTTPStatus.BAD_REQUEST, error_body(message, "Bad Request", 400))
             return
         request_id = f"{self._prefix}-{next(self._ids)}"
         try:
             # ADM-FRONT-1: check + registration in one synchronous step, with the real n.
-            if self._store is not None:
+            if self.preflight is not None:  # E2E-REN-2: preflight, render, registration
+                ids = await self.preflight.admit_body(request_id, body, fault, receive)
+            elif self._store is not None:
                 ids = await self._store.admit(request_id, body.slots, body.num_prompt_tokens)
             else:
                 ids = self._api.admit(request_id, body.slots, body.num_prompt_tokens)
@@ -343,6 +345,9 @@ class CompletionApp:
             self.rejected += 1
             self._rejections.add(rejection_reason(rejection))
             await self._error(send, HTTPStatus(rejection.http_status), self._busy(rejection))
+            return
+        except RenderFailed as broken:  # E2E-REN-3: vLLM answers a render error with a 500
+            await self._error(send, HTTPStatus.INTERNAL_SERVER_ERROR, broken.body())
             return
         self.admitted += 1
         self._mirror()

@@ -39,9 +39,11 @@ from typing import Any, Final
 from queueref.admission.controller import TokenRuleName
 from queueref.admission.protocol import parse_protocol, spellings
 from queueref.oracle.trace_check import in_flight_requests
+from queueref.oracle.trace_preflight import held_reservations
 from queueref.runtime.http.metrics import REJECTION_REASONS
 from queueref.runtime.http.ports import reserve_port
 from queueref.runtime.http.releases import release_answers
+from queueref.runtime.http.render import RenderConfig, check_render_setup
 from queueref.runtime.http.store import NodeStore
 from queueref.runtime.http.wire import COMPLETION_PATHS
 from queueref.runtime.http.worker import (
@@ -173,6 +175,7 @@ class HttpServers:
         prefill_ms: float | None = None,
         store: NodeStore | None = None,
         vllm_version: str | None = None,
+        render: RenderConfig | None = None,
     ) -> None:
         # E2E-CLI-1: bad input is refused before anything starts.
         if vllm_version is not None:
@@ -200,6 +203,8 @@ class HttpServers:
             raise ValueError(f"--service-time-ms must be finite and >= 0, got {service_time_ms!r}")
         if not 0 < worker_timeout < float("inf"):
             raise ValueError(f"--worker-timeout must be finite and > 0, got {worker_timeout!r}")
+        check_render_setup(render, parse_protocol(mode), store, max_num_queued_tokens)
+        self.render = render  # E2E-REN-2
         self.num_servers = num_servers
         self.max_num_queued_reqs = max_num_queued_reqs
         self.max_num_queued_tokens = max_num_queued_tokens
@@ -274,6 +279,7 @@ class HttpServers:
             rejections=rejections,
             vllm_version=self.vllm_version,
             paused=context.RawArray("q", 1),
+            render=self.render,
         )
         self._http = http
         group = ServerGroup(
@@ -334,6 +340,9 @@ class HttpServers:
         with open(path, "a", encoding="utf-8") as stream:
             for request_id, slots in held.items():
                 event = AdmissionEvent(t, server, "abort", request_id, slots, t_before=t_before)
+                stream.write(event.to_json() + "\n")
+            for request_id, n in held_reservations(events, server).items():  # E2E-REN-4
+                event = AdmissionEvent(t, server, "release", request_id, n, t_before=t_before)
                 stream.write(event.to_json() + "\n")
         return sum(held.values())
 

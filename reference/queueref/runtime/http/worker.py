@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import os
+import random
 import signal
 import socket
 import threading
@@ -28,6 +29,7 @@ from queueref.admission.protocol import Protocol, parse_protocol
 from queueref.runtime.http.app import CompletionApp
 from queueref.runtime.http.metrics import RejectionCounts
 from queueref.runtime.http.releases import release_answers
+from queueref.runtime.http.render import Preflight, RenderConfig
 from queueref.runtime.http.store import NodeStore, StoreFront
 from queueref.runtime.servers import ServerSpec
 from queueref.trace.events import AdmissionEvent
@@ -82,6 +84,7 @@ class HttpConfig:
     rejections: Any = None  # RawArray("q", N * len(REJECTION_REASONS)): E2E-SRV-9
     vllm_version: str | None = None  # serve --vllm-version: answer as that release (E2E-SRV-10)
     paused: Any = None  # RawArray("q", 1): the group's pause flag (vLLM 0.33.0's /pause)
+    render: RenderConfig | None = None  # serve --render-ms: vLLM's whole path (E2E-REN-2)
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -169,6 +172,9 @@ def _build(spec: ServerSpec, http: HttpConfig, record: Any) -> CompletionApp:
         # Before PR #54746: admission reads the own count only; the slot is a display.
         display = spec.shared_stats()
         return CompletionApp(api, display=display, global_view=display, **common)
+    if http.render is not None:  # E2E-REN-2: preflight, render, registration
+        rng = random.Random()
+        common["preflight"] = Preflight(api, http.render, rng, record)
     return CompletionApp(api, global_view=api.controller.shared_stats, **common)
 
 
