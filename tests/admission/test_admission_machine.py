@@ -402,9 +402,9 @@ class LazyRefreshBoundOnly(LazyRefreshAdmission):
         pass
 
 
-def broken_run_settings() -> settings:
+def broken_run_settings(max_examples: int = 300) -> settings:
     return settings(
-        max_examples=300,
+        max_examples=max_examples,
         derandomize=True,
         database=None,
         deadline=None,
@@ -422,9 +422,14 @@ def test_machine_catches_a_lazy_slot_refresh() -> None:
 
 
 def test_machine_bound_catches_the_overshoot_of_a_lazy_refresh() -> None:
-    """ADM-BOUND-1, ADM-BOUND-2 have teeth: the bound invariant alone finds the overshoot."""
+    """ADM-BOUND-1, ADM-BOUND-2 have teeth: the bound invariant alone finds the overshoot.
+
+    A larger budget than the other broken runs: the overshoot needs a longer program,
+    and which programs the derandomized search tries first was seen to depend on what
+    earlier tests left in the same process (two tests before it made 300 examples miss
+    it under pytest-xdist; the cause is not pinned down)."""
     with pytest.raises(AssertionError, match="admitted .* > bound"):
-        run_state_machine_as_test(LazyRefreshBoundOnly, settings=broken_run_settings())
+        run_state_machine_as_test(LazyRefreshBoundOnly, settings=broken_run_settings(1000))
 
 
 class StalePrefillAdmission(CrossProcessAdmission):
