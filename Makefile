@@ -9,7 +9,7 @@ export HYPOTHESIS_PROFILE
 PYTEST_WORKERS ?= 2
 
 .PHONY: setup redis-server coq spin test soak lint types crosshair-queues generate proofs proofs-coq bound-table trace vectors bench mutation verify clean
-.PHONY: help dist faults fault-tools upstream
+.PHONY: help dist faults fault-tools upstream test-fast test-processes test-guards
 
 $(STAMP): pyproject.toml
 	mkdir -p build
@@ -30,14 +30,23 @@ redis-server:
 	    apt-get install -y -q redis-server || { apt-get update -q && apt-get install -y -q redis-server; }; \
 	  else echo "redis-server is missing and this is not root: install it (apt-get install redis-server)" >&2; exit 1; fi; }
 
-## test: pytest: the in-process tests on every core, the process-starting ones serially, the guards under python -O
+## test: pytest: test-fast, test-processes and test-guards, one after the other
 # Three runs: the in-process tests on every core, then the tests that start real
 # processes and servers one at a time, so they never compete for the cores (or ports),
 # then the `guard` tests with contracts off (python -O): bad input is refused without
 # icontract too. Only the guards: the whole suite under -O takes about 20 minutes here.
-test: setup coq spin
+test: test-fast test-processes test-guards
+
+## test-fast: pytest: the in-process tests on every core
+test-fast: setup coq spin
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not multiprocess and not e2e and not slow and not faults"
+
+## test-processes: pytest: the tests that start real processes and servers, one at a time
+test-processes: setup
 	$(BIN)/python -m pytest -q -m "(multiprocess or e2e) and not slow and not faults" tests
+
+## test-guards: pytest under python -O: the guards refuse bad input without icontract
+test-guards: setup
 	$(BIN)/python -O -m pytest -q -n $(PYTEST_WORKERS) \
 		-m "guard and not contracts and not multiprocess and not e2e and not slow"
 

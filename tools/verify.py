@@ -15,6 +15,7 @@ import platform
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,34 +24,107 @@ import mutation_score  # beside this file: the last committed `make mutation` sc
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
 
-# (name, make target, what it establishes)
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    target: str  # the make target: each step also runs alone (`make test-fast`, ...)
+    cores: int  # the cores it keeps busy: pytest -n 2, the proofs' two workers, ...
+    checks: str  # what it establishes
+
+
+# Steps run at once while their cores fit the machine's (`os.cpu_count()`): whenever
+# cores are free, the first steps in this order that fit start; a step wider than the
+# machine runs alone. The tests that start servers share the machine only with one
+# single-core step, never with pytest -n 2 or the proofs' two workers.
 STEPS = [
-    ("test", "test", "pytest: unit, Hypothesis machines, spec doctests, multiprocess, e2e"),
-    (
-        "soak",
-        "soak",
-        "the slow tests: a soak run of serve with faults; the oracle installed in a fresh venv",
-    ),
-    ("lint", "lint", "ruff check and ruff format --check"),
-    ("types", "types", "mypy --strict on the package, tests, tools and proofs generator"),
-    ("crosshair-queues", "crosshair-queues", "CrossHair over the queue semantics module"),
-    ("proofs", "proofs", "CrossHair proof obligations and their mutants"),
-    (
+    Step("test", "test-fast", 2, "pytest, in process: unit, Hypothesis machines, spec doctests"),
+    Step("test-processes", "test-processes", 1, "pytest: the tests that start processes, e2e"),
+    Step("bound-table", "bound-table", 1, "exhaustive model checking of the admission protocols"),
+    Step("crosshair-queues", "crosshair-queues", 1, "CrossHair over the queue semantics module"),
+    Step("types", "types", 1, "mypy --strict on the package, tests, tools and proofs generator"),
+    Step("lint", "lint", 1, "ruff check and ruff format --check"),
+    Step("vectors", "vectors", 1, "test vectors written and replayed"),
+    Step("trace", "trace", 1, "every requirement enforced, tested and proved"),
+    Step("test-guards", "test-guards", 2, "pytest under python -O: bad input refused"),
+    Step("proofs", "proofs", 2, "CrossHair proof obligations and their mutants"),
+    Step(
         "proofs-coq",
         "proofs-coq",
+        2,
         "Coq: the bound for every N, no assumption, mutants refuted, Python traces accepted",
     ),
-    ("bound-table", "bound-table", "exhaustive model checking of the admission protocols"),
-    ("vectors", "vectors", "test vectors written and replayed"),
-    ("trace", "trace", "every requirement enforced, tested and proved"),
+    Step(
+        "soak",
+        "soak",
+        1,
+        "the slow tests: a soak run of serve with faults; the oracle installed in a fresh venv",
+    ),
 ]
 
+INSTALL = ("setup", "coq", "spin")  # what the steps need installed before they start
+LOGS = BUILD / "verify-logs"
+PROGRESS_EVERY = 60.0  # seconds between "still running" lines
 
-def run_step(target: str) -> tuple[str, float]:
-    started = time.monotonic()
-    print(f"\n=== make {target} ===", flush=True)
-    done = subprocess.run(["make", "--no-print-directory", target], cwd=ROOT)
-    return ("pass" if done.returncode == 0 else "fail"), time.monotonic() - started
+
+@dataclass
+class Running:
+    step: Step
+    process: subprocess.Popen[bytes]
+    started: float
+    log: Path
+
+
+def start(step: Step) -> Running:
+    log = LOGS / f"{step.name}.log"
+    with log.open("wb") as out:  # the child keeps its own handle
+        process = subprocess.Popen(
+            ["make", "--no-print-directory", step.target],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    print(f"[verify] start  {step.name} (make {step.target}; log {log.relative_to(ROOT)})")
+    return Running(step, process, time.monotonic(), log)
+
+
+def finish(run: Running, returncode: int) -> dict[str, Any]:
+    seconds = time.monotonic() - run.started
+    status = "pass" if returncode == 0 else "fail"
+    print(f"[verify] {status:<6} {run.step.name} in {seconds:.1f} s", flush=True)
+    if status == "fail":  # its output, where the reader looks first
+        lines = run.log.read_text(errors="replace").splitlines()
+        print(f"--- the last lines of {run.log.relative_to(ROOT)} ---")
+        print("\n".join(lines[-150:]), flush=True)
+    return {"name": run.step.name, "status": status, "seconds": round(seconds, 1)}
+
+
+def run_steps(steps: list[Step], cores: int) -> dict[str, dict[str, Any]]:
+    """Run `steps` in order, several at once while their cores fit in `cores`."""
+    LOGS.mkdir(parents=True, exist_ok=True)
+    pending = list(steps)
+    running: list[Running] = []
+    done: dict[str, dict[str, Any]] = {}
+    last_progress = time.monotonic()
+    while pending or running:
+        busy = sum(min(r.step.cores, cores) for r in running)
+        for step in list(pending):  # the first that fit, in order
+            if not running or busy + min(step.cores, cores) <= cores:
+                pending.remove(step)
+                running.append(start(step))
+                busy += min(step.cores, cores)
+        time.sleep(0.2)
+        for run in list(running):
+            returncode = run.process.poll()
+            if returncode is not None:
+                running.remove(run)
+                done[run.step.name] = finish(run, returncode)
+        now = time.monotonic()
+        if running and now - last_progress >= PROGRESS_EVERY:
+            last_progress = now
+            names = ", ".join(f"{r.step.name} {now - r.started:.0f} s" for r in running)
+            print(f"[verify] running: {names}; {len(pending)} to start", flush=True)
+    return done
 
 
 def load(name: str) -> Any:
@@ -138,8 +212,9 @@ def print_report(report: dict[str, Any]) -> None:
     for line in mutation_score.lines(report["mutation"]):
         print(f"  {line}")
     failed = [s["name"] for s in report["steps"] if s["status"] == "fail"]
+    summed = sum(s["seconds"] for s in report["steps"])
     print(
-        f"\nTotal {report['seconds']:.1f} s. "
+        f"\nTotal {report['seconds']:.1f} s of wall time ({summed:.1f} s of steps, some at once). "
         + ("FAILED: " + ", ".join(failed) if failed else "All steps passed.")
     )
     print(f"JSON report: {(BUILD / 'verify-report.json').relative_to(ROOT)}")
@@ -151,14 +226,17 @@ def main() -> int:
         (BUILD / stale).unlink(missing_ok=True)
     started = datetime.datetime.now(datetime.UTC)
     clock = time.monotonic()
-    steps = []
     only = os.environ.get("VERIFY_STEPS")  # e.g. VERIFY_STEPS=lint,trace for a quick run
-    for name, target, what in STEPS:
-        if only and name not in only.split(","):
-            steps.append({"name": name, "status": "skipped", "seconds": 0.0, "checks": what})
-            continue
-        status, seconds = run_step(target)
-        steps.append({"name": name, "status": status, "seconds": round(seconds, 1), "checks": what})
+    chosen = [s for s in STEPS if not only or s.name in only.split(",")]
+    cores = os.cpu_count() or 1
+    # Install first, once: steps running at once must not race to make the venv.
+    if subprocess.run(["make", "--no-print-directory", *INSTALL], cwd=ROOT).returncode:
+        print(f"[verify] make {' '.join(INSTALL)} failed: nothing was checked", file=sys.stderr)
+        return 1
+    print(f"[verify] {len(chosen)} steps on {cores} cores; each step's output in {LOGS}")
+    done = run_steps(chosen, cores)
+    skipped = {"status": "skipped", "seconds": 0.0}
+    steps = [{"name": s.name, **done.get(s.name, skipped), "checks": s.checks} for s in STEPS]
     report = {
         "queueref_version": version(),
         "python": platform.python_version(),
