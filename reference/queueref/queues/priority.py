@@ -32,7 +32,22 @@ from queueref.request import RequestLike, request_key
 # A heap entry: [key, sequence number, request or _REMOVED]. Keys of live
 # entries are distinct; a tombstone may share a key with a live entry, and
 # then the sequence number decides, so requests themselves are never compared.
-_REMOVED: Any = object()
+
+
+class _Tombstone:
+    """The mark of a removed entry: one object, which copy, deepcopy and pickle keep
+    as itself (RQ-IMPL-2: `__reduce__` names the module's `_REMOVED`)."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> str:
+        return "_REMOVED"
+
+    def __repr__(self) -> str:
+        return "<removed>"
+
+
+_REMOVED: Any = _Tombstone()
 _Entry = list[Any]
 
 

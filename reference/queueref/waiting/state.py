@@ -29,7 +29,10 @@ from queueref.waiting.places import (
 
 
 def place_of(wq: WaitingState, request: object) -> str | None:
-    """The place of this very request, or None when the instance does not know it."""
+    """The place of this very request, or None when the instance does not know it.
+
+    Compare a place with `==`, never `is` (WL-COPY-1): a copy made through pickle
+    holds names equal to `IN_WAITING` and the others, not the same objects."""
     if not is_lifecycle_request(request):
         return None
     request_id = getattr(request, "request_id")  # noqa: B009 - checked shape, any object
