@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from queue_operations import ids, operations
 
 import queueref.queues.priority
 from queueref import FCFSRequestQueue, PriorityRequestQueue, Request, RequestQueue
@@ -51,35 +52,6 @@ def run(queue: RequestQueue, requests: dict[str, Request], op: tuple[Any, ...]) 
         return "ok"
     except Exception as error:  # compared between the two queues, never ignored
         return f"{type(error).__name__}: {error}"
-
-
-def operations(rng: random.Random, count: int) -> list[tuple[Any, ...]]:
-    made: list[str] = []
-    ops: list[tuple[Any, ...]] = []
-    for number in range(count):
-        kind = rng.choice(
-            ["add_request"] * 3
-            + ["prepend_request", "pop_request", "remove_request", "remove_requests"] * 1
-            + ["prepend_requests"]
-        )
-        if kind in ("add_request", "prepend_request") or not made:
-            kind = kind if made and kind == "prepend_request" else "add_request"
-            made.append(f"r{number}")
-            ops.append((kind, made[-1]))
-        elif kind == "prepend_requests":
-            new = [f"p{number}.{i}" for i in range(rng.randint(0, 3))]
-            made.extend(new)
-            ops.append((kind, *new))
-        elif kind == "remove_requests":
-            ops.append((kind, *rng.sample(made, min(len(made), rng.randint(0, 3)))))
-        else:
-            ops.append((kind, rng.choice(made)))
-    return ops
-
-
-def ids(queue: RequestQueue) -> list[Any]:
-    """The ids in order; anything handed out that is no request, as itself."""
-    return [getattr(r, "request_id", r) for r in queue]
 
 
 @pytest.mark.parametrize("copier", sorted(COPIERS))

@@ -290,10 +290,14 @@ class FCFSRequestQueue(_IndexedQueue):
     def _remove_object(self, request: RequestLike) -> None:
         # RQ-REQ-2: remove this object. `deque.index` finds the first request that is it
         # or `==` it: the same unless the request type's `==` holds between requests with
-        # different ids (vLLM 0.30.0's `deque.remove` would then take the wrong one).
+        # different ids (vLLM 0.30.0's `deque.remove` would then take the wrong one) or
+        # raises (RQ-REQ-3: any object with the three fields); then search by identity.
         items = self._items
-        position = items.index(request)
-        if items[position] is not request:
+        try:
+            position = items.index(request)
+        except Exception:  # noqa: BLE001 - the request type's own ==, not ours
+            position = -1
+        if position < 0 or items[position] is not request:
             position = next(i for i, queued in enumerate(items) if queued is request)
         del items[position]
 

@@ -1,0 +1,129 @@
+"""RQ-REQ-2, RQ-REQ-3: the queues never ask a request's `==`, `<` or `hash`.
+
+RQ-REQ-3 lets a queue hold any object with the three fields, and RQ-REQ-2 makes
+it remove the object named, by identity. So a request type whose `==` lies
+(every request equal to every other), whose `==` and `<` raise, or which cannot
+be hashed (a plain `@dataclass`) must be queued, ordered and removed exactly as
+`Request`. Seeded random operations (`tests/helpers/queue_operations.py`) run on a
+queue of such requests and on a queue of `Request`s with the same fields, and
+the two must hand out the same ids in the same order after every operation.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from method_variants import Change, method_variant
+from queue_operations import ids, operations
+
+from queueref import FCFSRequestQueue, PriorityRequestQueue, Request, RequestQueue
+
+
+class Liar:
+    """Equal to everything and less than everything."""
+
+    def __init__(self, request_id: str, priority: int, arrival_time: float) -> None:
+        self.request_id, self.priority, self.arrival_time = request_id, priority, arrival_time
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    def __lt__(self, other: object) -> bool:
+        return True
+
+    __hash__ = object.__hash__
+
+
+class Raiser(Liar):
+    """Refuses to be compared."""
+
+    def __eq__(self, other: object) -> bool:
+        raise AssertionError("a queue compared two requests with ==")
+
+    def __ne__(self, other: object) -> bool:
+        raise AssertionError("a queue compared two requests with !=")
+
+    def __lt__(self, other: object) -> bool:
+        raise AssertionError("a queue compared two requests with <")
+
+    __hash__ = object.__hash__
+
+
+@dataclass
+class Unhashable:
+    """A plain dataclass: `==` by fields, no hash."""
+
+    request_id: str
+    priority: int
+    arrival_time: float
+
+
+def run(queue: RequestQueue, kind: type, requests: dict[str, Any], op: tuple[Any, ...]) -> str:
+    """`op` on `queue`, its requests made of `kind`; what it returned or raised."""
+    name, *rids = op
+    for rid in rids:
+        if rid not in requests:
+            made = len(requests)
+            priority, arrival = (len(rid) % 3, float(made)) if rid[0] == "r" else (1, -float(made))
+            requests[rid] = kind(rid, priority, arrival)
+    try:
+        if name in ("add_request", "prepend_request", "remove_request"):
+            getattr(queue, name)(requests[rids[0]])
+        elif name == "pop_request":
+            return f"popped {queue.pop_request().request_id}"
+        elif name == "remove_requests":
+            queue.remove_requests([requests[r] for r in rids])
+        else:
+            other = type(queue)()
+            for rid in rids:
+                other.add_request(requests[rid])
+            queue.prepend_requests(other)
+        return "ok"
+    except Exception as error:
+        return f"{type(error).__name__}"
+
+
+@pytest.mark.parametrize("kind", [Liar, Raiser, Unhashable])
+@pytest.mark.parametrize("queue_type", [FCFSRequestQueue, PriorityRequestQueue])
+def test_rq_req_2_a_request_type_that_lies_or_raises_is_queued_as_request(
+    queue_type: type, kind: type
+) -> None:
+    for seed in range(60):
+        rng = random.Random(f"{queue_type.__name__}-{kind.__name__}-{seed}")
+        honest, odd = queue_type(), queue_type()
+        honest_requests: dict[str, Any] = {}
+        odd_requests: dict[str, Any] = {}
+        for op in operations(rng, 40):
+            said = run(honest, Request, honest_requests, op)
+            assert run(odd, kind, odd_requests, op) == said, (seed, op)
+            assert ids(odd) == ids(honest), (seed, op)
+
+
+def test_rq_req_2_removal_that_trusts_the_request_s_equality_is_caught() -> None:
+    """The planted bug: `_remove_object` accepts the first request `==` the one named.
+    With `Liar` requests it removes the front instead, and the comparison sees it."""
+    trusting = method_variant(
+        FCFSRequestQueue,
+        "_remove_object",
+        Change(
+            "_remove_object",
+            "trusts the request type's ==",
+            "items[position] is not request",
+            "items[position] != request",
+        ),
+    )
+    broken = type("TrustsEquality", (FCFSRequestQueue,), {"_remove_object": trusting})
+    honest, odd = FCFSRequestQueue(), broken()
+    honest_requests: dict[str, Any] = {}
+    odd_requests: dict[str, Any] = {}
+    for op in [("add_request", "r0"), ("add_request", "r1"), ("remove_request", "r1")]:
+        run(honest, Request, honest_requests, op)
+        run(odd, Liar, odd_requests, op)
+    assert ids(honest) == ["r0"]
+    assert ids(odd) == ["r1"]  # the front went: the named request stayed
