@@ -107,7 +107,14 @@ _LIFECYCLE_MODULES = (
 )
 
 #: The queues' modules, split out of queues.py by job (issue 17); all run the queue tests.
-_QUEUE_MODULES = ("queues/checks", "queues/base", "queues/fcfs", "queues/priority")
+_QUEUE_MODULES = (
+    "queues/checks",
+    "queues/clauses",
+    "queues/contracts",
+    "queues/base",
+    "queues/fcfs",
+    "queues/priority",
+)
 _QUEUE_TESTS = (
     "tests/queues/test_queues.py",
     "tests/queues/test_queue_laws.py",

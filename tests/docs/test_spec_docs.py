@@ -29,6 +29,8 @@ CLEAN_MODULES = (
     "admission/front.py",
     "queues/base.py",
     "queues/checks.py",
+    "queues/clauses.py",
+    "queues/contracts.py",
     "queues/fcfs.py",
     "queues/priority.py",
     "queues/factory.py",

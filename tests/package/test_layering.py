@@ -13,8 +13,9 @@ the CLI.
 Module level: inside the core, a module may import only modules below it in its
 chain:
 
-    request -> queues.checks -> queues.base -> queues.fcfs -> queues.priority -> queues.factory
+    request -> queues.base -> queues.fcfs -> queues.priority -> queues.factory
         -> waiting.state -> waiting.checks -> waiting.step -> waiting.lifecycle
+    queues.priority -> queues.checks -> queues.clauses -> queues.contracts
     validators, errors -> admission.protocol -> admission.shared_stats -> admission.tracker
         -> admission.check -> admission.postconditions -> admission.controller -> admission.front
 
@@ -57,7 +58,6 @@ ALLOWED: dict[str, frozenset[str]] = {
 CHAINS: tuple[tuple[str, ...], ...] = (
     (
         "request",
-        "queues.checks",
         "queues.base",
         "queues.fcfs",
         "queues.priority",
@@ -67,6 +67,8 @@ CHAINS: tuple[tuple[str, ...], ...] = (
         "waiting.step",
         "waiting.lifecycle",
     ),
+    # The queues' contracts live beside the logic: no queue module reaches them.
+    ("queues.priority", "queues.checks", "queues.clauses", "queues.contracts"),
     ("waiting.places", "waiting.state"),
     ("waiting.checks", "waiting.stream", "waiting.lifecycle"),
     ("waiting.checks", "waiting.leave", "waiting.lifecycle"),

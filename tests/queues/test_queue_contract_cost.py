@@ -2,7 +2,7 @@
 how it treats a queue method called by a condition.
 
 The seven queue operations are checked by one wrapper per method instead of
-icontract's checker (see `queueref.queues.base`); these tests show the wrapper
+icontract's checker (see `queueref.queues.contracts`); these tests show the wrapper
 keeps what icontract gave: it binds every subclass's own definition, it is off
 under `python -O`, and a foreign queue's methods called by a condition do not
 recurse. Expected outcomes are written out by hand.

@@ -7,8 +7,11 @@ copy, so the caller may change the queue while iterating; the copy is made
 only by a change while an iterator is alive (`_unshare`). Divergence: removal
 takes the object named even when the request type's `==` says another queued
 request equals it (vLLM 0.30.0 removes with `deque.remove` and a set of the
-requests, which then take the wrong one). The postcondition
-clauses this queue adds to the `RequestQueue` ones are in `_FCFS_POST`.
+requests, which then take the wrong one).
+
+The contracts this queue keeps are stated beside it, in
+`queueref.queues.clauses` (`_FCFS_POST`), and put around its methods by
+`queueref.queues.contracts`; this module imports neither.
 """
 
 from __future__ import annotations
@@ -19,106 +22,8 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from queueref.queues.base import RequestQueue, _checked_init, _IndexedQueue
-from queueref.queues.checks import (
-    Clause,
-    _deep,
-    _same_items,
-)
+from queueref.queues.base import RequestQueue, _IndexedQueue
 from queueref.request import RequestLike
-
-
-def _fcfs_index_matches(queue: FCFSRequestQueue) -> bool:
-    return all(queue._index.get(r.request_id) is r for r in queue._items)
-
-
-#: RQ-IMPL-1 after every change (and after `__init__`): the cheap half always, the
-#: whole comparison under deep checks. A postcondition clause rather than a class
-#: invariant, which icontract would check before and after every call, reads included.
-_FCFS_STRUCTURE: tuple[Clause, ...] = (
-    (
-        "RQ-IMPL-1: the id index holds exactly the queued requests",
-        lambda q, a, old: len(q._items) == len(q._index),
-    ),
-    _deep(
-        "RQ-IMPL-1: every queued request is indexed by its id",
-        lambda q, a, old: _fcfs_index_matches(q),
-    ),
-)
-
-
-_FCFS_POST: dict[str, tuple[Clause, ...]] = {
-    "add_request": (
-        ("RQ-FCFS-1: add appends", lambda q, r, old: q._items[-1] is r),
-        (
-            "RQ-FCFS-1: add leaves the front where it was",
-            lambda q, r, old: old.head is None or q._items[0] is old.head,
-        ),
-        _deep(
-            "RQ-FCFS-1: add keeps the order of the queued requests",
-            lambda q, r, old: old.items is None or _same_items(q, [*old.items, r]),
-        ),
-    ),
-    "pop_request": (
-        (
-            "RQ-FCFS-2: pop takes the front; the second request becomes the front",
-            lambda q, r, old: old.second is None or q._items[0] is old.second,
-        ),
-        _deep(
-            "RQ-FCFS-2: pop keeps the order of the rest",
-            lambda q, r, old: old.items is None or _same_items(q, old.items[1:]),
-        ),
-    ),
-    "peek_request": (
-        ("RQ-ALL-5: peek is the front", lambda q, r, old: r is q._items[0]),
-        _deep(
-            "RQ-ALL-5: peek does not change the queue",
-            lambda q, r, old: _same_items(q, old.items),
-        ),
-    ),
-    "prepend_request": (
-        ("RQ-FCFS-3: prepend puts it in front", lambda q, r, old: q._items[0] is r),
-        (
-            "RQ-FCFS-3: the old front is now second",
-            lambda q, r, old: old.head is None or q._items[1] is old.head,
-        ),
-        _deep(
-            "RQ-FCFS-3: prepend keeps the order of the queued requests",
-            lambda q, r, old: old.items is None or _same_items(q, [r, *old.items]),
-        ),
-    ),
-    "prepend_requests": (
-        (
-            "RQ-FCFS-4: prepend_requests puts the other queue in front, reversed",
-            lambda q, rs, old: (
-                list(itertools.islice(q._items, len(old.incoming))) == old.incoming[::-1]
-            ),
-        ),
-        _deep(
-            "RQ-FCFS-4: the queued requests follow, in their order",
-            lambda q, rs, old: old.items is None or _same_items(q, old.incoming[::-1] + old.items),
-        ),
-    ),
-    "remove_request": (
-        ("RQ-ALL-6: the request is gone", lambda q, r, old: r not in q),
-        _deep(
-            "RQ-ALL-6: the other requests keep their order",
-            lambda q, r, old: (
-                old.items is None or _same_items(q, [x for x in old.items if x is not r])
-            ),
-        ),
-    ),
-    "remove_requests": (
-        _deep(
-            "RQ-ALL-7: the remaining requests keep their order",
-            lambda q, rs, old: (
-                old.items is None
-                or old.present is None
-                or _same_items(q, [r for r in old.items if all(r is not x for x in old.incoming)])
-            ),
-        ),
-    ),
-}
 
 
 def _without(items: deque[RequestLike], present: list[RequestLike]) -> deque[RequestLike]:
@@ -148,13 +53,6 @@ class FCFSRequestQueue(_IndexedQueue):
     ['p', 'a', 'b']
     """
 
-    # The structure first: the other clauses read it. Peek changes nothing here.
-    _post_clauses = {
-        method: (() if method == "peek_request" else _FCFS_STRUCTURE) + clauses
-        for method, clauses in _FCFS_POST.items()
-    }
-
-    @_checked_init(_FCFS_STRUCTURE)
     def __init__(self, requests: Iterable[RequestLike] = ()) -> None:
         self._items: deque[RequestLike] = deque()
         self._index = {}

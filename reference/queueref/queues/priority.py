@@ -6,28 +6,22 @@ arrival_time, request_id)` rather than by calling the request's `<`; vLLM's
 `Request.__lt__` (0.30.0, 0.33.0) compares the same key and then `id()`, so
 the two agree. Removal leaves a tombstone that `pop` skips, compacted when
 tombstones outnumber live entries, instead of vLLM's `list.remove` +
-`heapify`. The postcondition clauses this queue adds to the `RequestQueue`
-ones are in `_PRIORITY_POST`.
+`heapify`.
+
+The contracts this queue keeps are stated beside it, in
+`queueref.queues.clauses` (`_PRIORITY_POST`), and put around its methods by
+`queueref.queues.contracts`; this module imports neither.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
-import operator
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from queueref.queues.base import RequestQueue, _checked_init, _IndexedQueue
-from queueref.queues.checks import (
-    Clause,
-    _Before,
-    _deep,
-    _ids_of,
-    _same_items,
-)
-from queueref.queues.fcfs import _FCFS_POST
-from queueref.request import RequestLike, request_key
+from queueref.queues.base import RequestQueue, _IndexedQueue
+from queueref.request import RequestLike
 
 # A heap entry: [key, sequence number, request or _REMOVED]. Keys of live
 # entries are distinct; a tombstone may share a key with a live entry, and
@@ -51,98 +45,6 @@ _REMOVED: Any = _Tombstone()
 _Entry = list[Any]
 
 
-def _heap_ordered(heap: list[_Entry]) -> bool:
-    return all(heap[(i - 1) // 2][:2] <= heap[i][:2] for i in range(1, len(heap)))
-
-
-def _priority_index_matches(queue: PriorityRequestQueue) -> bool:
-    live = [e for e in queue._heap if e[2] is not _REMOVED]
-    return len(live) == len(queue._index) and all(
-        queue._index.get(e[2].request_id) is e[2] for e in live
-    )
-
-
-#: RQ-IMPL-1 and RQ-PRI-6 after every change (see `_FCFS_STRUCTURE`).
-_PRIORITY_STRUCTURE: tuple[Clause, ...] = (
-    (
-        "RQ-IMPL-1: every queued request has a heap entry",
-        lambda q, a, old: len(q._heap) >= len(q._index),
-    ),
-    _deep(
-        "RQ-PRI-6: the heap property holds for every entry",
-        lambda q, a, old: _heap_ordered(q._heap),
-    ),
-    _deep(
-        "RQ-IMPL-1: the id index holds exactly the live heap entries",
-        lambda q, a, old: _priority_index_matches(q),
-    ),
-)
-
-
-def _in_key_order(queue: RequestQueue, old: list[Any] | None, new: list[Any]) -> bool:
-    return old is None or list(queue) == sorted(old + new, key=request_key)
-
-
-#: `request_key` as one C-level call (the clauses below run on every add and pop).
-_key_of = operator.attrgetter("priority", "arrival_time", "request_id")
-
-
-def _minimum_after_add(queue: PriorityRequestQueue, request: Any, old: _Before) -> bool:
-    smaller = old.head is None or _key_of(request) < _key_of(old.head)
-    return queue._front() is (request if smaller else old.head)
-
-
-_PRIORITY_POST: dict[str, tuple[Clause, ...]] = {
-    "add_request": (
-        (
-            "RQ-PRI-1: the minimum is now the smaller of the old minimum and the new request",
-            _minimum_after_add,
-        ),
-        _deep(
-            "RQ-PRI-1: the queue holds the old requests and the new one, in key order",
-            lambda q, r, old: _in_key_order(q, old.items, [r]),
-        ),
-    ),
-    "pop_request": (
-        (
-            "RQ-PRI-2: pop returns a request no larger than any that remains",
-            lambda q, r, old: not q._index or _key_of(r) < _key_of(q._front()),
-        ),
-        _deep(
-            "RQ-PRI-2: pop takes the minimum and leaves the rest",
-            lambda q, r, old: old.items is None or _same_items(q, old.items[1:]),
-        ),
-    ),
-    "peek_request": (
-        ("RQ-ALL-5: peek is the minimum", lambda q, r, old: r is q._front()),
-        _deep(
-            "RQ-ALL-5: peek does not change the queue",
-            lambda q, r, old: _same_items(q, old.items),
-        ),
-    ),
-    "prepend_request": (
-        _deep(
-            "RQ-PRI-3: prepend_request is add_request: the request takes its key's place",
-            lambda q, r, old: _in_key_order(q, old.items, [r]),
-        ),
-    ),
-    "prepend_requests": (
-        (
-            "RQ-PRI-4: every request of the other queue is now queued here",
-            lambda q, rs, old: all(
-                map(operator.is_, map(q._index.get, map(_ids_of, old.incoming)), old.incoming)
-            ),
-        ),
-        _deep(
-            "RQ-PRI-4: all of them in key order",
-            lambda q, rs, old: _in_key_order(q, old.items, old.incoming),
-        ),
-    ),
-    "remove_request": _FCFS_POST["remove_request"],
-    "remove_requests": _FCFS_POST["remove_requests"],
-}
-
-
 class PriorityRequestQueue(_IndexedQueue):
     """Smallest `(priority, arrival_time, request_id)` first: a binary heap.
 
@@ -157,12 +59,7 @@ class PriorityRequestQueue(_IndexedQueue):
 
     #: The order of the other queue in `prepend_requests` does not matter here.
     _ordered_prepend = False
-    # The structure first: the other clauses read it. Even peek may drop tombstones.
-    _post_clauses = {
-        method: _PRIORITY_STRUCTURE + clauses for method, clauses in _PRIORITY_POST.items()
-    }
 
-    @_checked_init(_PRIORITY_STRUCTURE)
     def __init__(self, requests: Iterable[RequestLike] = ()) -> None:
         self._heap: list[_Entry] = []
         self._index = {}
