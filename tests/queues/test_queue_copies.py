@@ -75,9 +75,10 @@ def test_rq_impl_2_a_copied_queue_goes_on_as_the_original(kind: type, copier: st
 def test_rq_impl_2_a_tombstone_that_copies_into_another_object_is_caught(
     copier: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The planted bug: `_REMOVED = object()`. After a removal leaves a tombstone in
-    the heap, the copy no longer recognises it and yields it as a request."""
-    monkeypatch.setattr(queueref.queues.priority, "_REMOVED", object())
+    """The planted bug: a tombstone that copies into another object (no `__reduce__`,
+    as an `object()` would). After a removal leaves a tombstone in the heap, the copy
+    no longer recognises it and hands it out as a request."""
+    monkeypatch.delattr(queueref.queues.priority._Tombstone, "__reduce__")
     queue = PriorityRequestQueue()
     a, b = Request("a", 0, 0.0), Request("b", 1, 1.0)
     queue.add_request(a)
