@@ -212,7 +212,7 @@ def test_ADM_STORE_3_processes_keep_each_protocols_bound(
     )
     admitted = sum(e.event == "admit" for e in events)
     assert admitted > 10 and sum(e.event == "reject" for e in events) > 0
-    mode = "locked" if protocol is StoreProtocol.SCRIPT else "shared"
+    mode = "locked" if protocol is StoreProtocol.SCRIPT else "check-then-write"
     report = check_admission_trace(events, num, cap, max_n, mode=mode)
     assert not report.violations, report.violations
     assert report.ok, report

@@ -72,7 +72,7 @@ def servers(tmp_path: Path) -> Iterator[HttpServers]:
     group = HttpServers(
         2,
         100,
-        "shared",
+        "check-then-write",
         port=0,
         service_time_ms=6000.0,
         jitter=0.0,

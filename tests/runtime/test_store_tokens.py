@@ -160,8 +160,8 @@ def test_ADM_STORE_10_two_nodes_share_one_token_limit(
         base = allocate_node(server.url, f"tok-{protocol.value}", name, 1, 2)
         nodes.append(NodeStore(server.url, f"tok-{protocol.value}", name, base, 2, protocol))
     groups = [
-        HttpServers(1, 4, "shared", service_time_ms=200, trace_dir=tmp_path / "t", store=node,
-                    max_num_queued_tokens=8, token_rule="ge")
+        HttpServers(1, 4, "check-then-write", service_time_ms=200, trace_dir=tmp_path / "t",
+                    store=node, max_num_queued_tokens=8, token_rule="ge")
         for node in nodes
     ]  # fmt: skip
     body = json.dumps({"prompt": "one two three four"}).encode()

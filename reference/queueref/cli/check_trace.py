@@ -12,9 +12,8 @@ the largest `n` in the trace (ORC-TR-16). A broken bound is located: the
 line and time of the peak and the requests in flight there (ORC-TR-17).
 Time and memory grow with the number of events only (ORC-TR-12).
 
-`--mode` takes a protocol by its name (the deprecated `shared` / `reserve`
-with a note); the report prints that name. A trace file holds no protocol
-name: old traces read as they always did.
+`--mode` takes a protocol by its name; the report prints that name. A trace
+file holds no protocol name: old traces read as they always did.
 """
 
 from __future__ import annotations
@@ -76,7 +75,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_protocol_argument(
         parser,
         "--mode",
-        command="check-trace",
         allowed=tuple(Protocol),
         default=Protocol.CHECK_THEN_WRITE,
         help="the admission protocol the servers ran",

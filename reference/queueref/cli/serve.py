@@ -106,7 +106,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_protocol_argument(
         parser,
         "--admission",
-        command="serve",
         allowed=SERVE_PROTOCOLS,
         default=Protocol.CHECK_THEN_WRITE,
         help="local: each server caps itself (before the PR); check-then-write: vLLM "

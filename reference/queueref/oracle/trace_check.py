@@ -14,8 +14,7 @@ Models no single vLLM file: it judges recordings of the admission path of
 `AsyncLLM.check_admission` (`vllm/v1/engine/async_llm.py`) with the counters of
 `vllm/v1/engine/admission_control.py`, as `specs/admission.md` states it.
 
-Modes (ORC-TR-10): the protocol names of `queueref.admission.protocol.Protocol`
-(the deprecated `shared` and `reserve` are accepted for the first two):
+Modes (ORC-TR-10): the protocol names of `queueref.admission.protocol.Protocol`:
 
 | mode | protocol | admit iff | view must be | measure | bound |
 |---|---|---|---|---|---|
@@ -99,8 +98,7 @@ def check_admission_trace(
     off the trace, the largest `n` admitted or rejected (ORC-TR-16), and the
     report says so (`max_n_inferred`). The report locates the peak of the
     count: its line, time and the requests in flight there (ORC-TR-17).
-    `mode` is a protocol, by its name in `MODES` (ORC-TR-10; the deprecated
-    `shared` and `reserve` still spell check-then-write and write-then-check).
+    `mode` is a protocol, by its name in `MODES` (ORC-TR-10).
     With `max_num_queued_tokens` the token limit is checked too: its measure
     against its bound (ORC-TR-14) and every token decision (ORC-TR-15), under
     `token_rule` (`ge`, `fits`).
