@@ -21,17 +21,10 @@ from redis_workers import admission_worker, fill_and_hang_worker, read_ready
 
 from queueref.errors import AdmissionRejected
 from queueref.oracle import check_admission_trace
+from queueref.runtime.store.redis_config import StoreConfig, StoreProtocol, redact_url
+from queueref.runtime.store.redis_scripts import MAX_COUNT, StoreCorruptError, parse_count
 from queueref.runtime.store.redis_server import RedisServer
-from queueref.runtime.store.redis_store import (
-    MAX_COUNT,
-    RedisAdmissionStore,
-    StoreConfig,
-    StoreCorruptError,
-    StoreProtocol,
-    StoreUnavailableError,
-    parse_count,
-    redact_url,
-)
+from queueref.runtime.store.redis_store import RedisAdmissionStore, StoreUnavailableError
 from queueref.trace.events import AdmissionEvent, read_jsonl
 
 pytestmark = pytest.mark.multiprocess

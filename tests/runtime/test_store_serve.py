@@ -21,8 +21,8 @@ from queueref.runtime.http.group import HttpServers
 from queueref.runtime.http.store import NodeStore
 from queueref.runtime.http.wire import busy_body
 from queueref.runtime.loadgen import run_builtin
+from queueref.runtime.store.redis_config import StoreProtocol, allocate_node
 from queueref.runtime.store.redis_server import RedisServer
-from queueref.runtime.store.redis_store import StoreProtocol, allocate_node
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.e2e]
 

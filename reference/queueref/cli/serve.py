@@ -48,12 +48,8 @@ from queueref.runtime.http.render import (
 )
 from queueref.runtime.http.store import NodeStore
 from queueref.runtime.http.worker import PREFILL_FRACTION
-from queueref.runtime.store.redis_store import (
-    StoreError,
-    StoreFailurePolicy,
-    StoreProtocol,
-    allocate_node,
-)
+from queueref.runtime.store.redis_config import StoreFailurePolicy, StoreProtocol, allocate_node
+from queueref.runtime.store.redis_scripts import StoreError
 
 #: The record files `serve --trace` writes, which --overwrite removes (E2E-TRACE-2).
 RECORD_FILE = re.compile(r"server-[0-9]+\.jsonl")

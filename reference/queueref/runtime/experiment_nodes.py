@@ -24,8 +24,8 @@ from queueref.runtime.http.group import HttpServers
 from queueref.runtime.http.store import NodeStore
 from queueref.runtime.loadgen import run_builtin
 from queueref.runtime.nodes_plot import NodesSeries
+from queueref.runtime.store.redis_config import StoreProtocol, allocate_node
 from queueref.runtime.store.redis_server import RedisServer
-from queueref.runtime.store.redis_store import StoreProtocol, allocate_node
 
 #: The trace-checker mode whose measure and bound each store protocol keeps.
 CHECK_MODES = {

@@ -47,8 +47,8 @@ from queueref.runtime.faults.checks import (
 from queueref.runtime.faults.parts import NetnsRedis, SentinelRedis, ServeNode
 from queueref.runtime.loadgen import LoadReport, run_builtin
 from queueref.runtime.nodes_plot import NodesSeries
+from queueref.runtime.store.redis_config import StoreConfig, StoreProtocol, allocate_node
 from queueref.runtime.store.redis_server import RedisServer
-from queueref.runtime.store.redis_store import StoreConfig, StoreProtocol, allocate_node
 from queueref.trace.events import AdmissionEvent
 from queueref.verify.store_faults import explore_fault
 
