@@ -57,7 +57,7 @@ from queueref.admission import protocol
 from queueref.admission.check import AdmissionCheck
 from queueref.admission.controller import AdmissionMode
 from queueref.admission.protocol import overshoot_bound
-from queueref.queues.factory import RequestQueue
+from queueref.queues.base import RequestQueue
 from queueref.verify.tokens import Rule, token_bound
 
 PICK = st.integers(min_value=0, max_value=1_000)

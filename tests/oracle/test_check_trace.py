@@ -27,8 +27,8 @@ from queueref.admission.tracker import RequestTracker
 from queueref.cli.main import main
 from queueref.errors import AdmissionRejected
 from queueref.oracle import TraceFormatError, check_admission_trace
-from queueref.oracle.trace_check import read_trace
 from queueref.trace.events import AdmissionEvent, write_jsonl
+from queueref.trace.files import read_trace
 
 
 def rules(report: object) -> list[tuple[int, str]]:

@@ -21,7 +21,7 @@ import queueref.oracle.trace_check as trace_check
 from queueref.admission.controller import AdmissionMode
 from queueref.cli.main import main
 from queueref.oracle import check_admission_trace
-from queueref.oracle.trace_check import InFlight, Peak, TraceReport
+from queueref.oracle.trace_report import InFlight, Peak, TraceReport
 from queueref.trace.events import AdmissionEvent, write_jsonl
 
 # ---------------------------------------------------------------------------

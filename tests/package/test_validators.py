@@ -19,7 +19,8 @@ from queueref.admission import protocol
 from queueref.admission.controller import MODES
 from queueref.admission.protocol import Protocol, bound, parse_protocol
 from queueref.admission.shared_stats import allocate_admission_counters
-from queueref.oracle.trace_check import check_admission_trace, trace_bound
+from queueref.oracle.trace_bounds import trace_bound
+from queueref.oracle.trace_check import check_admission_trace
 from queueref.runtime.servers import ServerSpec, controller_protocol
 from queueref.trace.events import AdmissionEvent
 from queueref.validators import is_index, is_int, is_int_at_least, is_limit, is_real

@@ -20,11 +20,12 @@ import pytest
 from plot_checks import plot_problems
 from processes import pids_alive, read_line_within
 
-from queueref.oracle.trace_check import check_admission_trace, read_trace_folder
+from queueref.oracle.trace_check import check_admission_trace
 from queueref.runtime.experiment import ModeResult, format_table, plot, plot_figure, run_experiment
 from queueref.runtime.http.group import HttpServers
 from queueref.runtime.http.ports import port_is_free
 from queueref.runtime.loadgen import run_builtin
+from queueref.trace.files import read_trace_folder
 
 # `make test` runs these after the others, serially (they start real processes).
 pytestmark = [pytest.mark.e2e, pytest.mark.multiprocess]

@@ -23,10 +23,11 @@ import pytest
 from processes import pids_alive, read_line_within, wait_gone
 
 from queueref.cli import main as cli
-from queueref.oracle.trace_check import check_admission_trace, read_trace_folder
+from queueref.oracle.trace_check import check_admission_trace
 from queueref.runtime.http.group import SUPERVISOR_LOG, HttpServers
 from queueref.runtime.http.ports import port_is_free
 from queueref.runtime.loadgen import run_builtin
+from queueref.trace.files import read_trace_folder
 
 pytestmark = [pytest.mark.e2e, pytest.mark.multiprocess]
 

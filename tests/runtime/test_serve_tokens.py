@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 from processes import wait_gone
 
-from queueref.oracle.trace_check import check_admission_trace, read_trace_folder
+from queueref.oracle.trace_check import check_admission_trace
 from queueref.runtime.http.group import HttpServers
 from queueref.runtime.http.ports import port_is_free
+from queueref.trace.files import read_trace_folder
 
 pytestmark = [pytest.mark.e2e, pytest.mark.multiprocess]
 

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from queueref.oracle import check_admission_trace
-from queueref.oracle.trace_check import read_trace_folder
 from queueref.runtime.http.group import HttpServers
 from queueref.runtime.http.store import NodeStore
 from queueref.runtime.http.wire import busy_body
 from queueref.runtime.loadgen import run_builtin
 from queueref.runtime.store.redis_config import StoreProtocol, allocate_node
 from queueref.runtime.store.redis_server import RedisServer
+from queueref.trace.files import read_trace_folder
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.e2e]
 

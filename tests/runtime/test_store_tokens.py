@@ -14,13 +14,13 @@ import pytest
 import redis
 
 from queueref.oracle import check_admission_trace
-from queueref.oracle.trace_check import read_trace_folder
 from queueref.runtime.http.group import HttpServers
 from queueref.runtime.http.store import NodeStore
 from queueref.runtime.loadgen import run_builtin
 from queueref.runtime.store.redis_config import StoreConfig, StoreProtocol, allocate_node
 from queueref.runtime.store.redis_server import RedisServer
 from queueref.runtime.store.redis_store import RedisAdmissionStore, StoreUnavailableError
+from queueref.trace.files import read_trace_folder
 
 pytestmark = pytest.mark.multiprocess
 

@@ -38,7 +38,7 @@ from waiting_variants import (
 import queueref.config
 from queueref import Request, RequestStatus, SchedulingPolicy, StepDecision, WaitingQueues
 from queueref.request import request_key
-from queueref.waiting.lifecycle import IN_KV_HOLDING
+from queueref.waiting.places import IN_KV_HOLDING
 
 RUN, SKIP, STOP = StepDecision.RUN, StepDecision.SKIP, StepDecision.STOP
 GRAMMAR = RequestStatus.WAITING_FOR_STRUCTURED_OUTPUT_GRAMMAR

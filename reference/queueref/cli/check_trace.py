@@ -25,14 +25,10 @@ import sys
 
 from queueref.admission.protocol import Protocol
 from queueref.cli.args import add_protocol_argument, exit_codes, int_at_least
-from queueref.oracle.trace_check import (
-    TOKEN_RULES,
-    check_admission_trace,
-    read_trace,
-    read_trace_folder,
-)
+from queueref.oracle.trace_bounds import TOKEN_RULES
+from queueref.oracle.trace_check import check_admission_trace
 from queueref.trace.events import AdmissionEvent
-from queueref.trace.files import TraceFormatError
+from queueref.trace.files import TraceFormatError, read_trace, read_trace_folder
 
 HELP = "check a recorded admission trace (a JSON Lines file or a serve --trace folder)"
 

@@ -47,9 +47,10 @@ from queueref.runtime.experiment_render import (
     plot_names,
     run_render_experiment,
 )
-from queueref.runtime.http.group import SERVE_PROTOCOLS, TOKEN_RULES
+from queueref.runtime.http.group import TOKEN_RULES
 from queueref.runtime.http.ports import PortInUseError
 from queueref.runtime.http.render import PREFLIGHT_MODES
+from queueref.runtime.http.worker import SERVE_PROTOCOLS
 from queueref.runtime.loadgen import LoadError
 from queueref.runtime.nodes_plot import NodesSeries, plot_nodes
 

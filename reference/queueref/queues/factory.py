@@ -24,15 +24,15 @@ Deliberate divergences from vLLM (0.30.0 and 0.33.0 alike):
 Contracts are cheap by default (O(1), or O(k) in the k requests an operation
 moves); whole-structure checks run only when `queueref.config.deep_checks()`.
 
-The queues are built from one module per job: `queue_checks` (what the
-contracts ask, and the clause machinery), `queue_base` (the `RequestQueue`
+The queues are built from one module per job: `checks` (what the
+contracts ask, and the clause machinery), `base` (the `RequestQueue`
 interface with its contracts, and what both reference queues share),
-`queue_fcfs` and `queue_priority` (the two queues). This module holds the
-policies and `create_request_queue`, and re-exports the names of the others.
+`fcfs` and `priority` (the two queues). This module holds the policies and
+`create_request_queue`; import a queue from the module that defines it.
 """
 
 # RQ-ALL-2, RQ-ALL-3: the duplicate checks above are the preconditions of add and prepend.
-# RQ-COST-1: the cheap-by-default rule above; the contract layout is in `queue_base`.
+# RQ-COST-1: the cheap-by-default rule above; the contract layout is in `base`.
 
 from __future__ import annotations
 
@@ -42,13 +42,7 @@ from queueref.queues.base import RequestQueue
 from queueref.queues.fcfs import FCFSRequestQueue
 from queueref.queues.priority import PriorityRequestQueue
 
-__all__ = [
-    "FCFSRequestQueue",
-    "PriorityRequestQueue",
-    "RequestQueue",
-    "SchedulingPolicy",
-    "create_request_queue",
-]
+__all__ = ["SchedulingPolicy", "create_request_queue"]
 
 
 class SchedulingPolicy(enum.Enum):

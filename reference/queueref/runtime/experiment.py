@@ -30,9 +30,11 @@ from typing import Any
 
 from queueref.admission.controller import TokenRuleName
 from queueref.admission.protocol import Protocol, parse_protocol
-from queueref.oracle.trace_check import TraceReport, check_admission_trace
-from queueref.runtime.http.group import SERVE_PROTOCOLS, HttpServers, ServeMode
+from queueref.oracle.trace_check import check_admission_trace
+from queueref.oracle.trace_report import TraceReport
+from queueref.runtime.http.group import HttpServers
 from queueref.runtime.http.render import RenderConfig
+from queueref.runtime.http.worker import SERVE_PROTOCOLS, ServeMode
 from queueref.runtime.loadgen import LoadReport, run_builtin
 from queueref.trace.events import AdmissionEvent
 

@@ -51,7 +51,6 @@ from queueref.runtime.http.worker import (
     SERVE_PROTOCOLS,
     HttpConfig,
     ServeMode,
-    listening_socket,
     serve_process,
 )
 from queueref.runtime.servers import START_METHOD, ServerGroup, SlotReset
@@ -69,18 +68,12 @@ SUPERVISOR_LOG: Final = "supervisor.jsonl"
 STARTUP_GRACE: Final = 30.0
 
 __all__ = [
-    "RESTART_REASONS",
-    "SERVE_PROTOCOLS",
     "SUPERVISOR_LOG",
     "TOKEN_RULES",
-    "HttpConfig",
     "HttpServers",
     "Restart",
-    "ServeMode",
     "ServeResult",
-    "listening_socket",
     "prepare_trace_folder",
-    "serve_process",
 ]
 
 
