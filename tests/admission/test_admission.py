@@ -105,7 +105,7 @@ def test_constants_table_matches_the_code() -> None:
     assert SharedAdmissionStats.COUNTERS_PER_SLOT == 64 // 8
 
 
-def test_constants_table_check_has_teeth() -> None:
+def test_adm_layout_1_a_wrong_constant_in_the_spec_or_the_code_is_caught() -> None:
     """ADM-LAYOUT-1: the comparison catches a spec with a wrong value, and code with one."""
     text = SPEC.read_text(encoding="utf-8")
     broken_spec = text.replace("| `COUNTER_BYTES` | 8 |", "| `COUNTER_BYTES` | 4 |")
@@ -219,7 +219,9 @@ def test_get_num_requests_reads_one_slot_at_a_time() -> None:
 
 
 @pytest.mark.contracts
-def test_sum_contract_has_teeth(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_adm_stats_3_a_read_loop_that_drops_the_values_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """ADM-STATS-3 has teeth: a read loop that drops the values violates the postcondition."""
     import queueref.admission.protocol as protocol_module
 
@@ -535,7 +537,9 @@ def test_abandoned_check_gives_the_reservation_back() -> None:
 
 
 @pytest.mark.contracts
-def test_decision_contract_has_teeth(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_adm_ctl_3_a_decision_step_that_always_admits_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """ADM-CTL-3 has teeth: a decision step that always admits is caught by the postcondition."""
     monkeypatch.setattr("queueref.admission.controller.protocol.admits", lambda *args: True)
     server = local_server(10, max_num_queued_reqs=10)
