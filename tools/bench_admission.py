@@ -2,7 +2,7 @@
 
 The three protocols under the same multi-process load (`run_stress`, N real
 spawned servers, same seed and operation mix): upstream check-then-write,
-write-then-check (`mode="reserve"`), and the exact baseline with a
+write-then-check (`mode="write-then-check"`), and the exact baseline with a
 `multiprocessing.Lock` around check + registration -- admission latency,
 rejection rate, and the in-flight maxima. The cost of one `check_admission`
 beside vLLM 0.30.0's is measured by `tools/bench.py` itself.

@@ -55,7 +55,8 @@ def _shared_memory_round(servers: int) -> float:
 async def _measure(url: str) -> list[dict[str, Any]]:
     import redis.asyncio
 
-    from queueref.runtime.store.redis_store import RedisAdmissionStore, StoreConfig, StoreProtocol
+    from queueref.runtime.store.redis_config import StoreConfig, StoreProtocol
+    from queueref.runtime.store.redis_store import RedisAdmissionStore
 
     rows = []
     client = redis.asyncio.Redis.from_url(url)

@@ -36,7 +36,8 @@ from queueref.runtime.faults.parts import (  # noqa: E402
 )
 from queueref.runtime.faults.runs import FAULTS, Sizes, run_fault  # noqa: E402
 from queueref.runtime.nodes_plot import NodesSeries, plot_nodes  # noqa: E402
-from queueref.runtime.store.redis_store import RedisAdmissionStore, StoreConfig, StoreProtocol  # noqa: E402
+from queueref.runtime.store.redis_config import StoreConfig, StoreProtocol  # noqa: E402
+from queueref.runtime.store.redis_store import RedisAdmissionStore  # noqa: E402
 
 
 def wait_latency(writes: int = 200) -> dict[str, Any]:

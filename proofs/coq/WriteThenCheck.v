@@ -1,4 +1,4 @@
-(* OB-WTC-1: write-then-check (queueref's mode="reserve") keeps the admitted
+(* OB-WTC-1: write-then-check (queueref's mode="write-then-check") keeps the admitted
    global count at most M, for every number of servers N, cap M and largest
    weight W, over unbounded nat (specs/overshoot-bound.md).
 

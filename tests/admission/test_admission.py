@@ -62,7 +62,7 @@ def local_server(unfinished: int = 0, queued_tokens: int = 0, **limits: Any) -> 
 
 
 def shared_servers(
-    count: int, limit: int | None, mode: str = "shared", counters: Any = None
+    count: int, limit: int | None, mode: str = "check-then-write", counters: Any = None
 ) -> list[AdmissionController]:
     buffer = counters if counters is not None else [0] * (8 * count)
     made = []
@@ -105,7 +105,7 @@ def test_constants_table_matches_the_code() -> None:
     assert SharedAdmissionStats.COUNTERS_PER_SLOT == 64 // 8
 
 
-def test_constants_table_check_has_teeth() -> None:
+def test_adm_layout_1_a_wrong_constant_in_the_spec_or_the_code_is_caught() -> None:
     """ADM-LAYOUT-1: the comparison catches a spec with a wrong value, and code with one."""
     text = SPEC.read_text(encoding="utf-8")
     broken_spec = text.replace("| `COUNTER_BYTES` | 8 |", "| `COUNTER_BYTES` | 4 |")
@@ -219,7 +219,9 @@ def test_get_num_requests_reads_one_slot_at_a_time() -> None:
 
 
 @pytest.mark.contracts
-def test_sum_contract_has_teeth(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_adm_stats_3_a_read_loop_that_drops_the_values_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """ADM-STATS-3 has teeth: a read loop that drops the values violates the postcondition."""
     import queueref.admission.protocol as protocol_module
 
@@ -252,10 +254,10 @@ def test_negative_slot_value_is_an_error(bad: int) -> None:
     assert counters[0] == 0
 
 
-def test_negative_slot_value_in_reserve_mode_rolls_back() -> None:
+def test_negative_slot_value_in_write_then_check_mode_rolls_back() -> None:
     """ADM-CTL-8, ADM-CTL-6: the reservation is given back before the error propagates."""
     counters = [0] * 16
-    servers = shared_servers(2, 10, mode="reserve", counters=counters)
+    servers = shared_servers(2, 10, mode="write-then-check", counters=counters)
     servers[0].tracker.add("held")
     counters[8] = -3
     with pytest.raises(AdmissionCounterError):
@@ -338,7 +340,7 @@ def test_zero_limits_reject_everything() -> None:
     with pytest.raises(QueueOverflowError):
         shared_servers(3, 0)[1].check_admission()
     with pytest.raises(QueueOverflowError):
-        shared_servers(3, 0, mode="reserve")[1].check_admission()
+        shared_servers(3, 0, mode="write-then-check")[1].check_admission()
 
 
 @pytest.mark.parametrize(
@@ -401,13 +403,13 @@ def test_shared_check_reads_each_slot_once_in_order() -> None:
     assert buffer.log == [("read", 0, 1), ("read", 8, 2), ("read", 16, 0), ("read", 24, 3)]
 
 
-def test_reserve_check_writes_first_then_reads() -> None:
+def test_write_then_check_writes_first_then_reads() -> None:
     """ADM-CTL-9, ADM-CTL-7: reservation written, then every slot read once (own included)."""
     buffer = RecordingBuffer(24)
     buffer.values[0] = 2
     stats = SharedAdmissionStats(buffer, 3, 1)
     controller = AdmissionController(
-        5, tracker=RequestTracker(stats), shared_stats=stats, mode="reserve"
+        5, tracker=RequestTracker(stats), shared_stats=stats, mode="write-then-check"
     )
     assert controller.check_admission(3) == 5
     assert buffer.log == [("write", 8, 3), ("read", 0, 2), ("read", 8, 3), ("read", 16, 0)]
@@ -418,14 +420,16 @@ def test_reserve_check_writes_first_then_reads() -> None:
     assert controller.tracker.num_reserved == 0
 
 
-def test_reserve_rejection_rolls_back_exactly() -> None:
+def test_write_then_check_rejection_rolls_back_exactly() -> None:
     """ADM-CTL-9, ADM-CTL-6: a rejected reservation is written back to the value before."""
     buffer = RecordingBuffer(16)
     buffer.values[8] = 2
     stats = SharedAdmissionStats(buffer, 2, 0)
     tracker = RequestTracker(stats)
     tracker.add("own")
-    controller = AdmissionController(4, tracker=tracker, shared_stats=stats, mode="reserve")
+    controller = AdmissionController(
+        4, tracker=tracker, shared_stats=stats, mode="write-then-check"
+    )
     buffer.log.clear()
     with pytest.raises(QueueOverflowError) as caught:
         controller.check_admission(2)
@@ -434,22 +438,25 @@ def test_reserve_rejection_rolls_back_exactly() -> None:
     assert tracker.num_reserved == 0 and tracker.get_num_unfinished_requests() == 1
 
 
-def test_reserve_token_rejection_rolls_back() -> None:
-    """ADM-CTL-6, ADM-CTL-4: a token rejection in reserve mode also gives the reservation back."""
+def test_write_then_check_token_rejection_rolls_back() -> None:
+    """ADM-CTL-6, ADM-CTL-4: a token rejection in write-then-check mode also gives the
+    reservation back."""
     counters = [0] * 16
     stats = SharedAdmissionStats(counters, 2, 1)
     tracker = RequestTracker(stats)
     tracker.add("long", num_prompt_tokens=100)
-    controller = AdmissionController(10, 100, tracker=tracker, shared_stats=stats, mode="reserve")
+    controller = AdmissionController(
+        10, 100, tracker=tracker, shared_stats=stats, mode="write-then-check"
+    )
     with pytest.raises(MaxQueuedTokensError):
         controller.check_admission(2)
     assert counters[8] == 1 and tracker.num_reserved == 0
 
 
 @pytest.mark.contracts
-def test_reserve_mode_on_the_local_count() -> None:
+def test_write_then_check_on_the_local_count() -> None:
     """ADM-CTL-9: without shared stats the reservation is in the local count."""
-    controller = local_server(2, max_num_queued_reqs=4, mode="reserve")
+    controller = local_server(2, max_num_queued_reqs=4, mode="write-then-check")
     assert controller.check_admission(2) == 4
     assert controller.tracker.num_reserved == 2
     with pytest.raises(QueueOverflowError):
@@ -461,7 +468,7 @@ def test_reserve_mode_on_the_local_count() -> None:
         controller.cancel_admission(1)
 
 
-def test_cancel_admission_in_shared_mode_is_a_no_op() -> None:
+def test_cancel_admission_in_check_then_write_mode_is_a_no_op() -> None:
     """ADM-CTL-9: check-then-write wrote nothing, so cancelling writes nothing."""
     counters = [0] * 16
     servers = shared_servers(2, 3, counters=counters)
@@ -470,7 +477,7 @@ def test_cancel_admission_in_shared_mode_is_a_no_op() -> None:
     assert counters == [0] * 16
 
 
-def test_reserve_without_request_limit_reserves_nothing() -> None:
+def test_write_then_check_without_request_limit_reserves_nothing() -> None:
     """ADM-CTL-9, ADM-CTL-3: no request limit: nothing to reserve, nothing read."""
     buffer = RecordingBuffer(16)
     stats = SharedAdmissionStats(buffer, 2, 0)
@@ -479,7 +486,7 @@ def test_reserve_without_request_limit_reserves_nothing() -> None:
         10,
         tracker=RequestTracker(stats),
         shared_stats=stats,
-        mode="reserve",
+        mode="write-then-check",
         token_scope="local",  # ADM-TOK-6: the shared scope reads counter 1 (tested below)
     )
     assert controller.check_admission(3) is None
@@ -521,7 +528,7 @@ def test_step_api_misuse_is_refused() -> None:
 def test_abandoned_check_gives_the_reservation_back() -> None:
     """ADM-CTL-6: an abandoned write-then-check check writes the reservation back."""
     counters = [0] * 16
-    servers = shared_servers(2, 5, mode="reserve", counters=counters)
+    servers = shared_servers(2, 5, mode="write-then-check", counters=counters)
     check = servers[1].start_check(3)
     assert counters[8] == 3 and check.holds_reservation
     check.read_next()
@@ -530,7 +537,9 @@ def test_abandoned_check_gives_the_reservation_back() -> None:
 
 
 @pytest.mark.contracts
-def test_decision_contract_has_teeth(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_adm_ctl_3_a_decision_step_that_always_admits_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """ADM-CTL-3 has teeth: a decision step that always admits is caught by the postcondition."""
     monkeypatch.setattr("queueref.admission.controller.protocol.admits", lambda *args: True)
     server = local_server(10, max_num_queued_reqs=10)
@@ -595,7 +604,7 @@ def test_bad_mode_and_mismatched_tracker() -> None:
 def test_bad_n(n: Any) -> None:
     """ADM-CTL-2: n must be an int >= 1; nothing changes."""
     counters = [0] * 16
-    servers = shared_servers(2, 5, mode="reserve", counters=counters)
+    servers = shared_servers(2, 5, mode="write-then-check", counters=counters)
     with pytest.raises(ValueError, match="ADM-CTL-2"):
         servers[0].check_admission(n)
     assert counters == [0] * 16 and servers[0].tracker.num_reserved == 0
@@ -604,7 +613,7 @@ def test_bad_n(n: Any) -> None:
 @pytest.mark.guard
 def test_rejection_changes_no_count() -> None:
     """ADM-CTL-6: a rejected request leaves every slot and every tracker as they were."""
-    for mode in ("shared", "reserve"):
+    for mode in ("check-then-write", "write-then-check"):
         counters = [0] * 24
         servers = shared_servers(3, 3, mode=mode, counters=counters)
         for index, server in enumerate(servers):
@@ -670,7 +679,7 @@ def test_check_then_write_reaches_the_bound(
 def test_write_then_check_refuses_the_same_schedule(servers: int, cap: int, weight: int) -> None:
     """ADM-BOUND-2: write-then-check refuses the same schedule whole (spurious rejections)."""
     w = min(cap, weight)
-    controllers = shared_servers(servers, cap, mode="reserve")
+    controllers = shared_servers(servers, cap, mode="write-then-check")
     for i in range(cap - w):
         controllers[0].check_admission(1)
         controllers[0].tracker.add(f"fill{i}")

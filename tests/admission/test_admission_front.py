@@ -27,7 +27,7 @@ async def engine_step(_request_id: str) -> None:
     await asyncio.sleep(0)
 
 
-def front(limit: int | None, mode: str = "shared", **kwargs: Any) -> APIServer:
+def front(limit: int | None, mode: str = "check-then-write", **kwargs: Any) -> APIServer:
     return APIServer(AdmissionController(limit, mode=mode), submit=engine_step, **kwargs)  # type: ignore[arg-type]
 
 
@@ -52,7 +52,7 @@ async def gather_two(server: APIServer, first_n: int, second_n: int) -> list[Any
     )
 
 
-@pytest.mark.parametrize("mode", ["shared", "reserve"])
+@pytest.mark.parametrize("mode", ["check-then-write", "write-then-check"])
 def test_concurrent_requests_cannot_take_the_same_last_slot(mode: str) -> None:
     """ADM-FRONT-1: two coroutines, one slot: exactly one is admitted."""
     server = front(1, mode)
@@ -71,7 +71,7 @@ def test_an_await_between_check_and_registration_overshoots() -> None:
     assert server.tracker.get_num_unfinished_requests() == 2  # M = 1 exceeded
 
 
-@pytest.mark.parametrize("mode", ["shared", "reserve"])
+@pytest.mark.parametrize("mode", ["check-then-write", "write-then-check"])
 @pytest.mark.parametrize("first_n", [1, 3])
 def test_parallel_admission_is_all_or_nothing(first_n: int, mode: str) -> None:
     """ADM-FRONT-2: cap 3; n=1 then n=3 (or reversed): the first wins, the second gets nothing."""
@@ -84,7 +84,7 @@ def test_parallel_admission_is_all_or_nothing(first_n: int, mode: str) -> None:
     assert server.tracker.num_reserved == 0
 
 
-@pytest.mark.parametrize("mode", ["shared", "reserve"])
+@pytest.mark.parametrize("mode", ["check-then-write", "write-then-check"])
 def test_submission_failure_gives_every_slot_back(mode: str) -> None:
     """ADM-FRONT-2: the second child's submission fails: all children are aborted."""
     submitted: list[str] = []
@@ -137,7 +137,7 @@ def test_cancellation_gives_every_slot_back() -> None:
 @pytest.mark.guard
 def test_bad_id_is_refused_before_the_check() -> None:
     """ADM-FRONT-1, ADM-CTL-6: a duplicate id is a ValueError and reserves nothing."""
-    server = front(5, "reserve")
+    server = front(5, "write-then-check")
     server.admit("a")
     with pytest.raises(ValueError, match="ADM-TRK-1"):
         server.admit("a")

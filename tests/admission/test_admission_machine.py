@@ -57,7 +57,7 @@ from queueref.admission import protocol
 from queueref.admission.check import AdmissionCheck
 from queueref.admission.controller import AdmissionMode
 from queueref.admission.protocol import overshoot_bound
-from queueref.queues.factory import RequestQueue
+from queueref.queues.base import RequestQueue
 from queueref.verify.tokens import Rule, token_bound
 
 PICK = st.integers(min_value=0, max_value=1_000)
@@ -73,7 +73,7 @@ class CrossProcessAdmission(RuleBasedStateMachine):
         num_servers=st.integers(min_value=1, max_value=4),
         cap=st.integers(min_value=0, max_value=4),
         max_n=st.integers(min_value=1, max_value=3),
-        mode=st.sampled_from(["shared", "reserve"]),
+        mode=st.sampled_from(["check-then-write", "write-then-check"]),
         policy=st.sampled_from([SchedulingPolicy.FCFS, SchedulingPolicy.PRIORITY]),
         token_limit=st.sampled_from([None, 0, 1, 2, 3, 4, 5, 6]),  # mostly set
         max_prompt=st.integers(min_value=1, max_value=3),
@@ -162,7 +162,8 @@ class CrossProcessAdmission(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.idle()))
     @rule(pick=PICK, n=st.integers(min_value=1, max_value=3), prompt=st.integers(0, 3))
     def start_check(self, pick: int, n: int, prompt: int) -> None:
-        """ADM-CTL-7, ADM-CTL-9, ADM-TOK-5: a server starts a check (reserve mode writes first)."""
+        """ADM-CTL-7, ADM-CTL-9, ADM-TOK-5: a server starts a check (write-then-check writes
+        first)."""
         server = self.idle()[pick % len(self.idle())]
         n = min(n, self.max_n)
         prompt = min(prompt, self.max_prompt)
@@ -314,7 +315,7 @@ class CrossProcessAdmission(RuleBasedStateMachine):
         """ADM-BOUND-1, ADM-BOUND-2: the admitted global count never exceeds the bound."""
         if not hasattr(self, "controllers"):
             return
-        if self.mode == "reserve":
+        if self.mode == "write-then-check":
             bound = self.cap
         else:
             bound = overshoot_bound(self.num_servers, self.cap, self.max_n)
@@ -334,7 +335,7 @@ class CrossProcessAdmission(RuleBasedStateMachine):
         """OB-TOK-1, OB-TOK-2, OB-TOK-3, OB-TOK-4: the admitted queued tokens within the bound."""
         if not hasattr(self, "controllers") or self.token_limit is None:
             return
-        wtc = self.mode == "reserve"
+        wtc = self.mode == "write-then-check"
         largest = self.max_n * self.max_prompt  # the most tokens one admission adds
         bound = token_bound(self.token_rule, wtc, self.num_servers, self.token_limit, largest)
         total = self.admitted_tokens()
@@ -470,7 +471,7 @@ class ArrivalsOnly(CrossProcessAdmission):
         num_servers=st.integers(min_value=2, max_value=3),
         cap=st.just(4),
         max_n=st.just(1),
-        mode=st.just("shared"),
+        mode=st.just("check-then-write"),
         policy=st.just(SchedulingPolicy.FCFS),
         token_limit=st.integers(min_value=2, max_value=3),
         max_prompt=st.integers(min_value=1, max_value=2),
@@ -539,7 +540,7 @@ def drive_token_witness(machine: CrossProcessAdmission) -> None:
         num_servers=2,
         cap=4,
         max_n=1,
-        mode="shared",
+        mode="check-then-write",
         policy=SchedulingPolicy.FCFS,
         token_limit=2,
         max_prompt=1,

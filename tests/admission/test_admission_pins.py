@@ -34,9 +34,9 @@ def _rules(mode: str, events: list[AdmissionEvent], cap: int = 1, max_n: int = 2
     return [v.rule for v in report.violations]
 
 
-@pytest.mark.parametrize("mode", ["shared", "locked", "local"])
+@pytest.mark.parametrize("mode", ["check-then-write", "locked", "local"])
 def test_check_then_write_modes_judge_the_admit_by_view_plus_n(mode: str) -> None:
-    """ORC-TR-2, ORC-TR-3: in the shared, locked and local modes a request fits iff
+    """ORC-TR-2, ORC-TR-3: in the check-then-write, locked and local modes a request fits iff
     view + n <= cap: an admit of n = 2 on view 0 with cap 1 is flagged although view <= cap,
     and the matching rejection is not (kills `view <= cap` in these modes)."""
     admit = AdmissionEvent(1.0, 0, "admit", "a", 2, view=0)
@@ -48,14 +48,14 @@ def test_check_then_write_modes_judge_the_admit_by_view_plus_n(mode: str) -> Non
 
 
 def test_write_then_check_judges_the_admit_by_the_view_alone() -> None:
-    """ORC-TR-2, ORC-TR-3: in reserve mode the view already holds the own reservation:
-    a view of n = 2 with cap 2 fits (kills `view + n <= cap` in reserve mode)."""
+    """ORC-TR-2, ORC-TR-3: in write-then-check mode the view already holds the own reservation:
+    a view of n = 2 with cap 2 fits (kills `view + n <= cap` in write-then-check mode)."""
     admit = AdmissionEvent(1.0, 0, "admit", "a", 2, view=2)
-    assert _rules("reserve", [admit], cap=2) == []
+    assert _rules("write-then-check", [admit], cap=2) == []
     reject = AdmissionEvent(1.0, 0, "reject", "a", 2, view=3)
-    assert _rules("reserve", [reject], cap=2) == []
+    assert _rules("write-then-check", [reject], cap=2) == []
     fits = AdmissionEvent(1.0, 0, "reject", "b", 2, view=2)
-    assert _rules("reserve", [fits], cap=2) == ["ORC-TR-3"]
+    assert _rules("write-then-check", [fits], cap=2) == ["ORC-TR-3"]
 
 
 def test_registration_takes_over_only_n_of_more_reservations() -> None:

@@ -108,7 +108,7 @@ def test_set_num_queued_tokens_writes_only_counter_1_of_the_own_slot() -> None:
 
 
 @pytest.mark.contracts
-def test_token_frame_condition_has_teeth() -> None:
+def test_adm_tok_1_a_token_write_into_counter_0_is_caught() -> None:
     """ADM-TOK-1 has teeth: a token write that lands in counter 0 is caught by the frame."""
 
     class MisplacedTokens(SharedAdmissionStats):
@@ -128,7 +128,7 @@ def test_share_tokens_needs_shared_stats() -> None:
 
 
 @pytest.mark.contracts
-def test_prefill_write_contract_has_teeth() -> None:
+def test_adm_tok_1_counter_1_left_high_at_prefill_done_is_caught() -> None:
     """ADM-TOK-1 has teeth: a tracker that leaves counter 1 high at prefill_done is caught."""
     counters = [0] * 16
     tracker = StalePrefillTracker(SharedAdmissionStats(counters, 2, 0), share_tokens=True)
@@ -264,7 +264,9 @@ def test_bad_token_rule() -> None:
 
 
 @pytest.mark.contracts
-def test_token_decision_contract_has_teeth(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_adm_ctl_4_a_token_decision_that_always_admits_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """ADM-CTL-4, ADM-TOK-3 have teeth: a token decision that always admits is caught."""
     # The module the controller decides with (admission imports it as `protocol`).
     monkeypatch.setattr(protocol_module, "admits_tokens", lambda *args: True)
@@ -427,7 +429,7 @@ class ForgetfulState:
 
 
 @pytest.mark.contracts
-def test_prefill_done_contract_has_teeth() -> None:
+def test_adm_tok_4_a_prefill_done_that_keeps_the_tokens_is_caught() -> None:
     """ADM-TOK-4 has teeth: a prefill_done that takes no token out of the count is caught."""
     tracker = RequestTracker()
     tracker.add("a", num_prompt_tokens=7)

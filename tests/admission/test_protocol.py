@@ -13,7 +13,6 @@ import dataclasses
 import pytest
 
 from queueref.admission.protocol import (
-    DEPRECATED_ALIASES,
     Check,
     Protocol,
     TokenRule,
@@ -26,7 +25,6 @@ from queueref.admission.protocol import (
     keeps_reservation,
     overshoot_bound,
     parse_protocol,
-    spellings,
 )
 
 CTW, WTC = Protocol.CHECK_THEN_WRITE, Protocol.WRITE_THEN_CHECK
@@ -49,11 +47,11 @@ def test_overshoot_bound_is_m_plus_n_minus_one_times_min_m_w(
     assert overshoot_bound(servers, cap, max_n) == worst
 
 
-def test_bound_of_each_protocol_and_of_the_old_names() -> None:
+def test_bound_of_each_protocol_and_of_its_name() -> None:
     """The worst count of each protocol for N=3, M=4, W=2: 8, the cap 4 twice, N*M=12."""
     assert [bound(p, 3, 4, 2) for p in Protocol] == [8, 4, 4, 12]
-    assert bound("shared", 3, 4, 2) == 8  # type: ignore[arg-type]
-    assert bound("reserve", 3, 4, 2) == 4  # type: ignore[arg-type]
+    assert bound("check-then-write", 3, 4, 2) == 8  # type: ignore[arg-type]
+    assert bound("write-then-check", 3, 4, 2) == 4  # type: ignore[arg-type]
     assert bound(Protocol.LOCAL, 2, 5, 1) == 10
 
 
@@ -96,36 +94,37 @@ def test_the_token_rules_at_their_boundaries() -> None:
         admits_tokens("zz", 0, 1, 100)  # type: ignore[arg-type]
 
 
-def test_spellings_are_the_names_then_the_old_aliases() -> None:
-    assert spellings() == (
-        "check-then-write",
-        "write-then-check",
-        "locked",
-        "local",
-        "shared",
-        "reserve",
-    )
-    assert spellings([Protocol.LOCKED]) == ("locked",)
-    assert spellings([WTC]) == ("write-then-check", "reserve")
-    assert dict(DEPRECATED_ALIASES) == {"shared": CTW, "reserve": WTC}
-
-
-def test_parse_protocol_reads_names_and_aliases_and_names_the_choices() -> None:
+def test_e2e_cli_5_parse_protocol_reads_the_names_and_names_the_choices() -> None:
+    """E2E-CLI-5: a protocol is typed by its name; anything else is one line naming it and
+    the names of the protocols allowed."""
     assert [parse_protocol(p.value) for p in Protocol] == list(Protocol)
-    assert parse_protocol("shared") is CTW and parse_protocol("reserve") is WTC
     assert parse_protocol(Protocol.LOCAL, [Protocol.LOCAL]) is Protocol.LOCAL
-    every = "check-then-write, write-then-check, locked, local (or the deprecated shared, reserve)"
+    every = "check-then-write, write-then-check, locked, local"
     with pytest.raises(ValueError) as caught:
         parse_protocol("fast")
     assert str(caught.value) == f"unknown admission protocol 'fast': expected one of {every}"
     with pytest.raises(ValueError) as caught:
         parse_protocol("locked", [CTW])
-    assert str(caught.value).endswith("expected one of check-then-write (or the deprecated shared)")
-    with pytest.raises(ValueError) as caught:
-        parse_protocol("shared", [Protocol.LOCKED])
-    assert str(caught.value).endswith("expected one of locked")
+    assert str(caught.value) == (
+        "unknown admission protocol 'locked': expected one of check-then-write"
+    )
     with pytest.raises(ValueError, match="unknown admission protocol 3"):
         parse_protocol(3)
+
+
+@pytest.mark.parametrize("old", ["shared", "reserve"])
+def test_e2e_cli_5_the_old_spellings_are_unknown_names(old: str) -> None:
+    """E2E-CLI-5: `shared` and `reserve`, the old spellings of check-then-write and
+    write-then-check, name no protocol: they are refused like any unknown name."""
+    with pytest.raises(ValueError) as caught:
+        parse_protocol(old)
+    assert str(caught.value) == (
+        f"unknown admission protocol {old!r}: "
+        "expected one of check-then-write, write-then-check, locked, local"
+    )
+    assert "\n" not in str(caught.value)
+    with pytest.raises(ValueError, match=f"unknown admission protocol {old!r}"):
+        bound(old, 3, 4, 2)  # type: ignore[arg-type]
 
 
 def test_a_check_in_progress_is_an_immutable_value() -> None:

@@ -205,7 +205,7 @@ def test_release_more_than_held_is_refused(n: int) -> None:
 
 
 @pytest.mark.contracts
-def test_refresh_contract_has_teeth() -> None:
+def test_adm_trk_5_a_tracker_that_skips_the_refresh_is_caught() -> None:
     """ADM-TRK-5 has teeth: a tracker that skips the refresh is caught by a postcondition."""
 
     class LazyTracker(RequestTracker):
@@ -218,7 +218,7 @@ def test_refresh_contract_has_teeth() -> None:
 
 
 @pytest.mark.contracts
-def test_invariant_has_teeth() -> None:
+def test_adm_trk_6_a_cached_token_count_that_drifts_is_caught() -> None:
     """ADM-TRK-6 has teeth: a cached token count that drifts from the requests is caught."""
     assert queueref.config.deep_checks()
     tracker = RequestTracker()

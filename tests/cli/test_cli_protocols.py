@@ -1,9 +1,9 @@
-"""One spelling per protocol in the CLI (E2E-CLI-5): names in, names out, old aliases noted.
+"""One spelling per protocol in the CLI (E2E-CLI-5): names in, names out.
 
-`serve --admission`, `check-trace --mode` and `experiment --modes` take a
-protocol by its name, print that name, accept the deprecated `shared` /
-`reserve` with one note on stderr, and refuse an unknown name in one line.
-The expected texts are written out by hand.
+`serve --admission`, `check-trace --mode`, `experiment --modes` and
+`bound-table --protocol` take a protocol by its name, print that name, and
+refuse any other value -- the old spellings `shared` and `reserve` included --
+in one line. The expected texts are written out by hand.
 """
 
 from __future__ import annotations
@@ -84,34 +84,28 @@ def test_check_trace_is_check_then_write_by_default(
     assert captured.err == ""
 
 
-@pytest.mark.parametrize(
-    ("alias", "name"), [("shared", "check-then-write"), ("reserve", "write-then-check")]
-)
-def test_check_trace_accepts_an_old_alias_with_one_note(
-    worst_case: Path, alias: str, name: str, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("old", ["shared", "reserve"])
+def test_check_trace_refuses_an_old_spelling_in_one_line(
+    worst_case: Path, old: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """E2E-CLI-5: the deprecated alias means its protocol, reported by the name, noted once."""
-    code_old, out_old, err_old = check_trace(worst_case, alias, capsys, "--json")
-    code_new, out_new, err_new = check_trace(worst_case, name, capsys, "--json")
-    assert err_old == f"queueref check-trace: --mode {alias} is deprecated: use {name}\n"
-    assert err_new == ""
-    assert (code_old, out_old) == (code_new, out_new)
-    assert json.loads(out_old)["mode"] == name
+    """E2E-CLI-5: `--mode shared` / `--mode reserve` is an unknown name: exit 2, one line
+    naming the value and the choices, no report."""
+    code, out, err = check_trace(worst_case, old, capsys, "--json")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"queueref check-trace: argument --mode: unknown admission protocol {old!r}: "
+        "expected one of check-then-write, write-then-check, locked, local (see --help)\n"
+    )
 
 
-def test_old_traces_read_under_both_spellings(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_old_traces_read_as_before(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """E2E-CLI-5, ORC-TR-9: a trace file holds no protocol name; an old one reads as before."""
     path = tmp_path / "old.jsonl"
     path.write_text(OLD_TRACE_LINES, encoding="utf-8")
-    reports = []
-    for mode in ("write-then-check", "reserve"):
-        code, out, _ = check_trace(path, mode, capsys, "--json")
-        assert code == 0
-        reports.append(json.loads(out))
-    assert reports[0] == reports[1]
-    assert (reports[0]["mode"], reports[0]["num_events"], reports[0]["bound"]) == (
+    code, out, _ = check_trace(path, "write-then-check", capsys, "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert (report["mode"], report["num_events"], report["bound"]) == (
         "write-then-check",
         2,
         2,
@@ -145,16 +139,18 @@ def test_check_trace_messages_name_the_protocol(
         (["bound-table", "--protocol"], "check-then-write, write-then-check"),
     ],
 )
+@pytest.mark.parametrize("bad", ["lock", "shared", "reserve"])
 def test_an_unknown_protocol_is_one_line_naming_the_choices(
-    command: list[str], choices: str, capsys: pytest.CaptureFixture[str]
+    command: list[str], choices: str, bad: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """E2E-CLI-5, E2E-CLI-2: exit 2, one line on stderr, the choices by their names."""
-    assert main([*command, "lock"]) == 2
+    """E2E-CLI-5, E2E-CLI-2: exit 2, one line on stderr naming the value and the choices by
+    their names, nothing run; the old spellings `shared` and `reserve` are unknown names."""
+    assert main([*command, bad]) == 2
     captured = capsys.readouterr()
+    assert captured.out == ""
     (line,) = captured.err.splitlines()
     assert line.startswith(f"queueref {command[0]}: ")
-    assert f"unknown admission protocol 'lock': expected one of {choices}" in line
-    assert "(or the deprecated shared, reserve)" in line
+    assert f"unknown admission protocol {bad!r}: expected one of {choices} (see" in line
 
 
 @pytest.mark.parametrize(
@@ -168,25 +164,22 @@ def test_an_unknown_protocol_is_one_line_naming_the_choices(
 def test_help_shows_the_names(
     command: list[str], shown: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """E2E-CLI-5: --help offers the names; the old spellings only as deprecated."""
+    """E2E-CLI-5: --help offers the names, and only them."""
     assert main([*command, "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split()).replace("- ", "-")  # argparse's wraps
     assert shown in out
-    assert "(default check-then-write; deprecated: shared, reserve)" in out
-    assert "{local,shared,reserve}" not in out and "default shared" not in out
+    assert "(default check-then-write)" in out
+    assert "deprecated" not in out and "default shared" not in out
 
 
-def test_serve_parses_names_and_aliases(capsys: pytest.CaptureFixture[str]) -> None:
-    """E2E-CLI-5, E2E-SRV-1: --admission gives the Protocol; an alias is noted once."""
+def test_serve_parses_the_names(capsys: pytest.CaptureFixture[str]) -> None:
+    """E2E-CLI-5, E2E-SRV-1: --admission gives the Protocol, and says nothing."""
     parser = build_parser()
     assert parser.parse_args(["serve"]).admission is Protocol.CHECK_THEN_WRITE
     assert parser.parse_args(["serve", "--admission", "local"]).admission is Protocol.LOCAL
-    assert capsys.readouterr().err == ""
-    args = parser.parse_args(["serve", "--admission", "reserve"])
+    args = parser.parse_args(["serve", "--admission", "write-then-check"])
     assert args.admission is Protocol.WRITE_THEN_CHECK
-    assert capsys.readouterr().err == (
-        "queueref serve: --admission reserve is deprecated: use write-then-check\n"
-    )
+    assert capsys.readouterr().err == ""
 
 
 def test_serve_store_error_names_the_protocol(capsys: pytest.CaptureFixture[str]) -> None:
@@ -200,26 +193,32 @@ def test_serve_store_error_names_the_protocol(capsys: pytest.CaptureFixture[str]
     )
 
 
-def test_serve_group_takes_every_spelling() -> None:
-    """E2E-CLI-5, E2E-SRV-1: the group accepts a name, an alias or a Protocol; not a typo."""
-    for mode in ("write-then-check", "reserve", Protocol.WRITE_THEN_CHECK, "local"):
+def test_serve_group_takes_a_name_or_a_protocol() -> None:
+    """E2E-CLI-5, E2E-SRV-1: the group accepts a name or a Protocol; not a typo, not an old
+    spelling."""
+    for mode in ("write-then-check", Protocol.WRITE_THEN_CHECK, "local"):
         assert HttpServers(2, 3, mode).mode == mode
-    with pytest.raises(ValueError, match="one of local, check-then-write, write-then-check, got"):
-        HttpServers(2, 3, "locked")  # type: ignore[arg-type]
+    for bad in ("locked", "shared", "reserve"):
+        with pytest.raises(ValueError) as caught:
+            HttpServers(2, 3, bad)  # type: ignore[arg-type]
+        assert str(caught.value) == (
+            f"--admission must be one of local, check-then-write, write-then-check, got {bad!r}"
+        )
 
 
-def test_the_trace_checker_takes_every_spelling_and_reports_the_name() -> None:
+def test_the_trace_checker_takes_the_names_and_reports_the_name() -> None:
     """E2E-CLI-5, ORC-TR-10: check_admission_trace knows the protocols by their names; the
-    deprecated aliases judge alike; the report names the protocol; a typo is refused."""
+    report names the protocol; a typo or an old spelling is refused."""
     events = [
         AdmissionEvent(1.0, 0, "admit", "a", 1, view=1),
         AdmissionEvent(2.0, 0, "finish", "a", 1, t_before=1.5),
     ]
-    for name, alias in (("write-then-check", "reserve"), ("check-then-write", "shared")):
-        by_name = check_admission_trace(events, 2, 2, 1, mode=name)
-        by_alias = check_admission_trace(events, 2, 2, 1, mode=alias)
-        assert by_name == by_alias
-        assert by_name.mode == name
+    for name in ("write-then-check", "check-then-write"):
+        assert check_admission_trace(events, 2, 2, 1, mode=name).mode == name
+    for old in ("shared", "reserve"):
+        refused = f"ORC-TR-10: mode: unknown admission protocol {old!r}"
+        with pytest.raises(ValueError, match=refused):
+            check_admission_trace(events, 2, 2, 1, mode=old)
     # write-then-check's view holds the own reservation; check-then-write's need not
     assert check_admission_trace(events, 2, 2, 1, mode=Protocol.WRITE_THEN_CHECK).ok
     low = [AdmissionEvent(1.0, 0, "admit", "a", 1, view=0)]
@@ -229,13 +228,15 @@ def test_the_trace_checker_takes_every_spelling_and_reports_the_name() -> None:
         check_admission_trace(events, 2, 2, 1, mode="atomic")
 
 
-def test_timeline_is_the_same_under_both_spellings() -> None:
-    """E2E-CLI-5, E2E-EXP-1: write-then-check counts departures at t_before, as reserve did."""
+def test_timeline_counts_write_then_check_departures_at_t_before() -> None:
+    """E2E-CLI-5, E2E-EXP-1: write-then-check counts departures at t_before; the mode is
+    typed by its name."""
     events = [
         AdmissionEvent(1.0, 0, "admit", "a", 1, view=1),
         AdmissionEvent(2.0, 0, "finish", "a", 1, t_before=1.5),
     ]
-    assert timeline(events, "write-then-check") == timeline(events, "reserve")
+    with pytest.raises(ValueError, match="unknown admission protocol 'reserve'"):
+        timeline(events, "reserve")
     assert timeline(events, "write-then-check") == ([0.0, 0.5], [1, 0])
     assert timeline(events, "check-then-write") == ([0.0, 1.0], [1, 0])
 
@@ -263,12 +264,11 @@ def test_experiment_runs_and_prints_the_names(
         return [_result(mode, options["num_servers"], options["cap"]) for mode in options["modes"]]
 
     monkeypatch.setattr(experiment_command, "run_experiment", fake_run)
-    assert main(["experiment", "--servers", "2", "--cap", "3", "--modes", "local,reserve"]) == 0
+    modes = "local,write-then-check"
+    assert main(["experiment", "--servers", "2", "--cap", "3", "--modes", modes]) == 0
     captured = capsys.readouterr()
     assert seen == [Protocol.LOCAL, Protocol.WRITE_THEN_CHECK]
-    assert captured.err == (
-        "queueref experiment: --modes reserve is deprecated: use write-then-check\n"
-    )
+    assert captured.err == ""
     assert "| local | 1 | 6 | yes |" in captured.out
     assert "| write-then-check | 1 | 3 | yes |" in captured.out
     seen.clear()
@@ -281,13 +281,11 @@ def test_experiment_runs_and_prints_the_names(
     ]
 
 
-def test_bound_table_takes_an_alias_and_prints_the_name(capsys: pytest.CaptureFixture[str]) -> None:
-    """E2E-CLI-5, OB-TABLE-2: `--protocol reserve` explores write-then-check, named so."""
+def test_bound_table_takes_the_name_and_prints_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """E2E-CLI-5, OB-TABLE-2: `--protocol write-then-check` explores write-then-check."""
     argv = ["bound-table", "--servers", "2", "--cap", "1", "--weight", "1", "--json"]
-    assert main([*argv, "--protocol", "reserve"]) == 0
+    assert main([*argv, "--protocol", "write-then-check"]) == 0
     captured = capsys.readouterr()
     (row,) = json.loads(captured.out)
     assert (row["protocol"], row["worst_total"], row["bound"]) == ("write-then-check", 1, 1)
-    assert captured.err == (
-        "queueref bound-table: --protocol reserve is deprecated: use write-then-check\n"
-    )
+    assert captured.err == ""

@@ -48,5 +48,5 @@ def plot_problems(figure: Any, cap: int, bounds: dict[str, int]) -> list[str]:
             problems.append(f"{name}'s bound is not in its colour")
     words = {word for line in lines for word in str(line.get_label()).split()}
     if words & set(OLD_NAMES):
-        problems.append("a mode is named by a deprecated spelling, not its protocol name")
+        problems.append("a mode is named by an old spelling, not its protocol name")
     return problems

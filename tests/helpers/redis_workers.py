@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from queueref.runtime.store.redis_store import RedisAdmissionStore, StoreConfig
+from queueref.runtime.store.redis_config import StoreConfig
+from queueref.runtime.store.redis_store import RedisAdmissionStore
 from queueref.trace.events import AdmissionEvent, EventKind, write_jsonl
 
 

@@ -11,7 +11,7 @@ import icontract
 import pytest
 
 from queueref import Request, RequestStatus, StepDecision, WaitingQueues
-from queueref.waiting.lifecycle import LAYOUT_V033
+from queueref.waiting.model import LAYOUT_V033
 
 
 def violation_message(action: Callable[[], object]) -> str:

@@ -27,8 +27,8 @@ from queueref.admission.tracker import RequestTracker
 from queueref.cli.main import main
 from queueref.errors import AdmissionRejected
 from queueref.oracle import TraceFormatError, check_admission_trace
-from queueref.oracle.trace_check import read_trace
 from queueref.trace.events import AdmissionEvent, write_jsonl
+from queueref.trace.files import read_trace
 
 
 def rules(report: object) -> list[tuple[int, str]]:
@@ -154,13 +154,13 @@ def test_modes_change_the_rule_the_measure_and_the_bound() -> None:
         finish(3.0, 0, "a"),
         admit(3.0, 1, "d", view=2),  # a's departure was written (t_before 2.99) before
     ]
-    report = check_admission_trace(reserve, 2, 2, mode="reserve")
+    report = check_admission_trace(reserve, 2, 2, mode="write-then-check")
     assert report.violations == ()
     assert (report.measure, report.max_in_flight, report.bound) == ("max_admitted_in_flight", 2, 2)
-    assert check_admission_trace(reserve, 2, 2, mode="shared").max_in_flight == 3
-    assert rules(check_admission_trace([admit(1.0, 0, "a", view=3)], 2, 2, mode="reserve")) == [
-        (1, "ORC-TR-2")
-    ]
+    assert check_admission_trace(reserve, 2, 2, mode="check-then-write").max_in_flight == 3
+    assert rules(
+        check_admission_trace([admit(1.0, 0, "a", view=3)], 2, 2, mode="write-then-check")
+    ) == [(1, "ORC-TR-2")]
     # reserve and locked need t_before on every departure.
     no_stamp = [admit(1.0, 0, "a", view=0), AdmissionEvent(2.0, 0, "finish", "a", 1)]
     report = check_admission_trace(no_stamp, 1, 1, mode="locked")
@@ -170,7 +170,7 @@ def test_modes_change_the_rule_the_measure_and_the_bound() -> None:
     local = [admit(1.0, s, f"r{s}", view=0) for s in range(3)]
     report = check_admission_trace(local, 3, 1, mode="local")
     assert (report.max_in_flight, report.bound, report.ok) == (3, 3, True)
-    assert check_admission_trace(local, 3, 1, mode="shared").bound == 3
+    assert check_admission_trace(local, 3, 1, mode="check-then-write").bound == 3
     assert check_admission_trace(local, 3, 1, mode="locked").bound_holds is False
 
 
@@ -231,7 +231,7 @@ def recorded_trace(mode: AdmissionMode, seed: int, steps: int = 120) -> list[Adm
     return events
 
 
-@pytest.mark.parametrize("mode", ["shared", "reserve"])
+@pytest.mark.parametrize("mode", ["check-then-write", "write-then-check"])
 def test_traces_recorded_by_queueref_servers_are_clean(mode: AdmissionMode, tmp_path: Path) -> None:
     """ORC-TR-1, ORC-TR-4, ADM-EV-3, ADM-FRONT-2: real fronts' records pass, also via a file."""
     for seed in range(3):
@@ -247,7 +247,7 @@ def test_traces_recorded_by_queueref_servers_are_clean(mode: AdmissionMode, tmp_
 
 def test_a_tampered_recording_is_caught(tmp_path: Path) -> None:
     """ORC-TR-4, ORC-TR-2: a duplicated departure line and a forged view are found by line."""
-    events = recorded_trace("shared", 7)
+    events = recorded_trace("check-then-write", 7)
     lines = [e.to_json() for e in events]
     departure = next(i for i, e in enumerate(events) if e.event == "finish")
     lines.insert(departure + 1, lines[departure])

@@ -18,9 +18,10 @@ from trace_events import abort, admit, finish, reject
 
 import queueref.oracle.trace_bounds as trace_bounds
 import queueref.oracle.trace_check as trace_check
+from queueref.admission.controller import AdmissionMode
 from queueref.cli.main import main
 from queueref.oracle import check_admission_trace
-from queueref.oracle.trace_check import InFlight, Peak, TraceReport
+from queueref.oracle.trace_report import InFlight, Peak, TraceReport
 from queueref.trace.events import AdmissionEvent, write_jsonl
 
 # ---------------------------------------------------------------------------
@@ -402,13 +403,13 @@ def test_a_trace_of_rejections_only_is_not_empty(
 
 
 @pytest.mark.parametrize("mode", ["check-then-write", "write-then-check"])
-def test_the_peak_of_recorded_traces_agrees_with_the_sweep(mode: str) -> None:
+def test_the_peak_of_recorded_traces_agrees_with_the_sweep(mode: AdmissionMode) -> None:
     """ORC-TR-17, ADM-EV-4, ADM-EV-5: on traces of real fronts the peak's count is the
     measure (computed apart, by queueref.trace.events) and the requests in flight hold it all."""
     from test_check_trace import recorded_trace
 
     for seed in range(3):
-        events = recorded_trace("shared" if mode == "check-then-write" else "reserve", seed)
+        events = recorded_trace(mode, seed)
         report = check_admission_trace(events, 3, 3, mode=mode)
         assert report.violations == () and report.peak is not None
         assert report.peak.count == report.max_in_flight > 0

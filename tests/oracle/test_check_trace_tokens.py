@@ -198,7 +198,8 @@ def recorded_token_trace(rule: str, mode: str, seed: int, steps: int = 150) -> l
 
 
 @pytest.mark.parametrize(
-    ("rule", "mode"), [("ge", "shared"), ("fits", "shared"), ("ge", "reserve")]
+    ("rule", "mode"),
+    [("ge", "check-then-write"), ("fits", "check-then-write"), ("ge", "write-then-check")],
 )
 def test_traces_recorded_by_token_limited_fronts_are_clean(rule: str, mode: str) -> None:
     """ORC-TR-14, ORC-TR-15, ADM-EV-6: real fronts' token records pass, token bound included."""

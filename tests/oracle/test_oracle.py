@@ -26,8 +26,8 @@ import pytest
 from queueref import FCFSRequestQueue, PriorityRequestQueue, Request, RequestQueue
 from queueref.oracle import ConformanceError, check_queue_laws, check_request_queue
 from queueref.oracle.clauses import describe
-from queueref.oracle.conformance import conformance_error
-from queueref.oracle.queue_machine import ConformanceFailure
+from queueref.oracle.errors import ConformanceFailure
+from queueref.oracle.failure_report import conformance_error
 
 # --- plain, faithful re-implementations (vLLM-style) ---------------------------
 

@@ -14,7 +14,8 @@ import pytest
 from trace_events import abort, admit, finish, reject
 
 from queueref.oracle import check_admission_trace
-from queueref.oracle.trace_check import TraceReport, in_flight_requests
+from queueref.oracle.trace_check import in_flight_requests
+from queueref.oracle.trace_report import TraceReport
 from queueref.trace.events import AdmissionEvent, EventKind, write_jsonl
 
 

@@ -17,9 +17,10 @@ import pytest
 from queueref import AdmissionController, Request, RequestTracker, SharedAdmissionStats
 from queueref.admission import protocol
 from queueref.admission.controller import MODES
-from queueref.admission.protocol import Protocol, bound, parse_protocol, spellings
+from queueref.admission.protocol import Protocol, bound, parse_protocol
 from queueref.admission.shared_stats import allocate_admission_counters
-from queueref.oracle.trace_check import check_admission_trace, trace_bound
+from queueref.oracle.trace_bounds import trace_bound
+from queueref.oracle.trace_check import check_admission_trace
 from queueref.runtime.servers import ServerSpec, controller_protocol
 from queueref.trace.events import AdmissionEvent
 from queueref.validators import is_index, is_int, is_int_at_least, is_limit, is_real
@@ -96,43 +97,46 @@ def test_request_has_no_integer_check_of_its_own() -> None:
 # --- one protocol vocabulary ---------------------------------------------------------
 
 
-def test_every_spelling_parses_to_one_protocol() -> None:
-    assert parse_protocol("check-then-write") is parse_protocol("shared")
-    assert parse_protocol("write-then-check") is parse_protocol("reserve")
+def test_e2e_cli_5_every_name_parses_to_its_protocol() -> None:
+    """E2E-CLI-5: a protocol's name, or the `Protocol` itself, and nothing else."""
+    assert parse_protocol("check-then-write") is Protocol.CHECK_THEN_WRITE
+    assert parse_protocol("write-then-check") is Protocol.WRITE_THEN_CHECK
     assert parse_protocol(Protocol.LOCKED) is Protocol.LOCKED
-    assert set(spellings()) == {p.value for p in Protocol} | {"shared", "reserve"}
+    for old in ("shared", "reserve"):
+        with pytest.raises(ValueError, match=f"unknown admission protocol {old!r}"):
+            parse_protocol(old)
     with pytest.raises(ValueError, match="check-then-write, write-then-check, locked, local"):
         parse_protocol("lock")
     with pytest.raises(ValueError, match="unknown admission protocol"):
         parse_protocol("local", allowed=[Protocol.CHECK_THEN_WRITE])
 
 
-@pytest.mark.parametrize(
-    ("old", "new"), [("shared", "check-then-write"), ("reserve", "write-then-check")]
-)
-def test_the_old_mode_names_still_build_the_same_controller(old: str, new: str) -> None:
-    """ADM-CTL-1: `mode="reserve"` (deprecated) is `mode="write-then-check"`."""
-    built_old = AdmissionController(4, mode=old)  # type: ignore[arg-type]
-    built_new = AdmissionController(4, mode=new)  # type: ignore[arg-type]
-    assert built_old.protocol is built_new.protocol is parse_protocol(new)
-    assert built_old.mode == built_new.mode == new
-    assert built_old.reserves == built_new.reserves == (new == "write-then-check")
-    assert MODES[old] is MODES[new]
+@pytest.mark.parametrize("name", ["check-then-write", "write-then-check"])
+def test_adm_ctl_1_a_mode_name_builds_its_controller(name: str) -> None:
+    """ADM-CTL-1: `mode=` takes the protocol's name or the `Protocol`, and builds the same."""
+    by_name = AdmissionController(4, mode=name)  # type: ignore[arg-type]
+    by_protocol = AdmissionController(4, mode=Protocol(name))
+    assert by_name.protocol is by_protocol.protocol is parse_protocol(name)
+    assert by_name.mode == by_protocol.mode == name
+    assert by_name.reserves == by_protocol.reserves == (name == "write-then-check")
+    assert MODES == {
+        "check-then-write": Protocol.CHECK_THEN_WRITE,
+        "write-then-check": Protocol.WRITE_THEN_CHECK,
+    }
 
 
 @pytest.mark.guard
 def test_an_unknown_mode_is_refused() -> None:
-    """ADM-CTL-1: the controller runs two protocols; locked and local are built around it."""
-    for bad in ("locked", "local", "fast", True):
+    """ADM-CTL-1: the controller runs two protocols; locked and local are built around it,
+    and the old spellings `shared` and `reserve` are unknown modes."""
+    for bad in ("locked", "local", "fast", True, "shared", "reserve"):
         with pytest.raises(ValueError, match="ADM-CTL-1"):
             AdmissionController(4, mode=bad)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(
-    "name", spellings([Protocol.CHECK_THEN_WRITE, Protocol.WRITE_THEN_CHECK, Protocol.LOCKED])
-)
+@pytest.mark.parametrize("name", ["check-then-write", "write-then-check", "locked"])
 def test_a_server_spec_runs_the_protocol_it_names(name: str) -> None:
-    """ADM-SRV-1: every spelling of a group protocol builds the controller it names."""
+    """ADM-SRV-1: the name of a group protocol builds the controller it names."""
     server = ServerSpec(0, 1, None, 3, protocol=name).build()
     assert server.controller.protocol is controller_protocol(name)
     expected = (
@@ -145,7 +149,7 @@ def test_a_server_spec_runs_the_protocol_it_names(name: str) -> None:
 
 def test_one_bound_function_serves_every_caller() -> None:
     """ADM-BOUND-1, ADM-BOUND-2, ORC-TR-10: the trace checker's bound is `protocol.bound`."""
-    for mode in ("shared", "reserve", "locked", "local"):
+    for mode in ("check-then-write", "write-then-check", "locked", "local"):
         for n, m, w in ((1, 0, 1), (3, 4, 2), (2, 1, 3)):
             assert trace_bound(mode, n, m, w) == bound(parse_protocol(mode), n, m, w)
     assert [bound(p, 3, 4, 2) for p in Protocol] == [8, 4, 4, 12]
@@ -160,7 +164,7 @@ def test_the_examples_in_docstrings_run(module: str) -> None:
 
 
 def test_the_protocol_module_is_the_vocabulary() -> None:
-    assert protocol.DEPRECATED_ALIASES == {
-        "shared": Protocol.CHECK_THEN_WRITE,
-        "reserve": Protocol.WRITE_THEN_CHECK,
-    }
+    """E2E-CLI-5: the four names, and no table of old spellings beside them."""
+    names = ["check-then-write", "write-then-check", "locked", "local"]
+    assert [p.value for p in Protocol] == names
+    assert not hasattr(protocol, "DEPRECATED_ALIASES")

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis.stateful import run_state_machine_as_test
 
 from queueref import FCFSRequestQueue, PriorityRequestQueue, Request, RequestQueue
-from queueref.oracle.queue_machine import StrictQueueMachine
+from queueref.oracle.variants import StrictQueueMachine
 
 QUEUES = [FCFSRequestQueue, PriorityRequestQueue]
 

@@ -1,6 +1,6 @@
 """Model tests: the reference queues against the plain list model, one machine per policy.
 
-The machine is `queueref.oracle.queue_machine.StrictQueueMachine` (the oracle's
+The machine is `queueref.oracle.variants.StrictQueueMachine` (the oracle's
 runs), here with the reference queue as the subject and
 `queueref.queues.model.ListQueueModel` as the expected side, in strict
 mode: the precondition violations (duplicates, taken ids, non-requests, a
@@ -22,7 +22,8 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from queueref import FCFSRequestQueue, PriorityRequestQueue, Request
 from queueref.oracle.conformance import oracle_settings
-from queueref.oracle.queue_machine import ConformanceFailure, StrictQueueMachine
+from queueref.oracle.errors import ConformanceFailure
+from queueref.oracle.variants import StrictQueueMachine
 from queueref.queues.model import ListQueueModel
 
 # Hypothesis types the factory as a machine class; any callable returning a machine works.

@@ -20,11 +20,12 @@ import pytest
 from plot_checks import plot_problems
 from processes import pids_alive, read_line_within
 
-from queueref.oracle.trace_check import check_admission_trace, read_trace_folder
+from queueref.oracle.trace_check import check_admission_trace
 from queueref.runtime.experiment import ModeResult, format_table, plot, plot_figure, run_experiment
 from queueref.runtime.http.group import HttpServers
 from queueref.runtime.http.ports import port_is_free
 from queueref.runtime.loadgen import run_builtin
+from queueref.trace.files import read_trace_folder
 
 # `make test` runs these after the others, serially (they start real processes).
 pytestmark = [pytest.mark.e2e, pytest.mark.multiprocess]
@@ -51,12 +52,12 @@ def results() -> dict[str, ModeResult]:
 
 def test_one_progress_call_per_mode_and_json_rows(results: dict[str, ModeResult]) -> None:
     """E2E-CLI-4, E2E-EXP-2: progress after each mode; each row as JSON data."""
-    assert PROGRESS == ["local", "shared", "reserve"]
+    assert PROGRESS == ["local", "check-then-write", "write-then-check"]
     rows = [json.loads(json.dumps(result.to_dict())) for result in results.values()]
     assert [(row["mode"], row["bound"]) for row in rows] == [
         ("local", 40),
-        ("shared", 13),
-        ("reserve", 10),
+        ("check-then-write", 13),
+        ("write-then-check", 10),
     ]
     assert all(row["within_bound"] and row["final_slots"] == [0] * N for row in rows)
 
@@ -68,20 +69,22 @@ def test_local_exceeds_the_cap(results: dict[str, ModeResult]) -> None:
     assert local.max_in_flight <= N * CAP == local.bound
 
 
-def test_shared_stays_within_the_overshoot_bound(results: dict[str, ModeResult]) -> None:
+def test_check_then_write_stays_within_the_overshoot_bound(
+    results: dict[str, ModeResult],
+) -> None:
     """E2E-EXP-1: check-then-write stays within M + (N-1)*min(M, W)."""
-    shared = results["shared"]
-    assert shared.bound == CAP + (N - 1) * min(CAP, 1)
-    assert shared.max_in_flight <= shared.bound
-    assert shared.trace.ok, shared.trace.summary()
+    checked = results["check-then-write"]
+    assert checked.bound == CAP + (N - 1) * min(CAP, 1)
+    assert checked.max_in_flight <= checked.bound
+    assert checked.trace.ok, checked.trace.summary()
 
 
-def test_reserve_never_exceeds_the_cap(results: dict[str, ModeResult]) -> None:
+def test_write_then_check_never_exceeds_the_cap(results: dict[str, ModeResult]) -> None:
     """E2E-EXP-1: write-then-check never admits more than M."""
-    reserve = results["reserve"]
-    assert reserve.bound == CAP
-    assert reserve.max_in_flight <= CAP
-    assert reserve.trace.ok, reserve.trace.summary()
+    reserving = results["write-then-check"]
+    assert reserving.bound == CAP
+    assert reserving.max_in_flight <= CAP
+    assert reserving.trace.ok, reserving.trace.summary()
 
 
 def test_every_admitted_request_finished_and_slots_are_zero(
@@ -121,7 +124,7 @@ def test_no_process_left_and_port_free(results: dict[str, ModeResult]) -> None:
 def test_table_and_plot(results: dict[str, ModeResult], tmp_path: Path) -> None:
     """E2E-EXP-1: one row per mode with the bound; the plot is written when matplotlib is there."""
     table = format_table(list(results.values()))
-    for mode, bound in (("local", 40), ("shared", 13), ("reserve", 10)):
+    for mode, bound in (("local", 40), ("check-then-write", 13), ("write-then-check", 10)):
         assert f"| {mode} | {results[mode].max_in_flight} | {bound} |" in table
     target = tmp_path / "plot.png"
     assert plot(list(results.values()), target)
@@ -162,7 +165,7 @@ def test_serve_command_metrics_trace_and_sigterm(tmp_path: Path) -> None:
         "--max-num-queued-reqs",
         "3",
         "--admission",
-        "shared",
+        "check-then-write",
         "--port",
         "0",
         "--service-time-ms",
@@ -188,7 +191,7 @@ def test_serve_command_metrics_trace_and_sigterm(tmp_path: Path) -> None:
         assert status == 200
         assert 'vllm:num_requests_running{model_name="queueref-simulated",server="' in text
         assert "queueref:global_num_requests_running" in text
-        # E2E-CLI-5: the deprecated `--admission shared` runs, and is shown as, check-then-write.
+        # E2E-CLI-5: `--admission check-then-write` is shown by that name.
         assert 'queueref:max_num_queued_reqs{mode="check-then-write"} 3' in text
         # E2E-TRACE-1: the records are on disk while serve runs, one file per server.
         during = read_trace_folder(trace, 2)
@@ -204,7 +207,7 @@ def test_serve_command_metrics_trace_and_sigterm(tmp_path: Path) -> None:
     assert pids_alive(pids) == []
     assert port_is_free(HOST, port)
     events = read_trace_folder(trace, 2).events
-    report = check_admission_trace(str(trace), 2, 3, 1, mode="shared")
+    report = check_admission_trace(str(trace), 2, 3, 1, mode="check-then-write")
     assert report.ok, report.summary()
     assert report.still_in_flight == 0
     assert sum(1 for e in events if e.event == "admit") == load.ok
@@ -229,7 +232,7 @@ def test_serve_command_metrics_trace_and_sigterm(tmp_path: Path) -> None:
 
 def test_crashed_server_is_reported_and_its_slot_reclaimed() -> None:
     """E2E-SRV-4: a server killed while holding requests is reported; its slot goes back to 0."""
-    servers = HttpServers(2, 10, "shared", port=0, service_time_ms=2000.0, restart=False)
+    servers = HttpServers(2, 10, "check-then-write", port=0, service_time_ms=2000.0, restart=False)
     with servers:
         import asyncio
 

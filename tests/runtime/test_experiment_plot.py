@@ -14,6 +14,7 @@ from typing import Any, cast
 import pytest
 from plot_checks import plot_problems
 
+from queueref.admission.protocol import Protocol
 from queueref.runtime.experiment import ModeResult, plot_figure
 from queueref.trace.events import AdmissionEvent
 
@@ -45,7 +46,13 @@ def held_at(level: int, seconds: int = 5) -> list[AdmissionEvent]:
     return events
 
 
-def figure_of(modes: tuple[str, str, str] = ("local", "shared", "reserve")) -> Any:
+def figure_of(
+    modes: tuple[str, str, str] = (
+        Protocol.LOCAL,
+        Protocol.CHECK_THEN_WRITE,
+        Protocol.WRITE_THEN_CHECK,
+    ),
+) -> Any:
     runs = [
         Run(modes[0], 40, 40, events=held_at(40)),
         Run(modes[1], 10, 13, events=held_at(10)),
@@ -61,7 +68,7 @@ def close(figure: Any) -> None:
 
 
 def test_the_plot_shows_the_cap_every_bound_and_tells_overlapping_modes_apart() -> None:
-    """E2E-EXP-4: cap line, dashed bounds, markers and widths, protocol names (old spellings in)."""
+    """E2E-EXP-4: cap line, dashed bounds, markers and widths, protocol names (Protocols in)."""
     figure = figure_of()
     try:
         assert plot_problems(figure, CAP, BOUNDS) == []
@@ -77,7 +84,7 @@ def test_the_plot_shows_the_cap_every_bound_and_tells_overlapping_modes_apart() 
         ("one marker", "two modes share a marker"),
         ("one width", "two modes share a line width"),
         ("solid bounds", "no dashed line at check-then-write's bound 13"),
-        ("old names", "a mode is named by a deprecated spelling, not its protocol name"),
+        ("old names", "a mode is named by an old spelling, not its protocol name"),
     ],
 )
 def test_a_broken_plot_is_caught_for_its_reason(breakage: str, reason: str) -> None:

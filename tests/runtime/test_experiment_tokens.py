@@ -34,7 +34,7 @@ def results() -> dict[str, ModeResult]:
 
 def test_every_mode_is_clean_and_rejects_by_tokens(results: dict[str, ModeResult]) -> None:
     """E2E-EXP-3: no forbidden decision, every slot back to 0, token 503s seen and well formed."""
-    assert list(results) == ["local", "shared", "reserve"]
+    assert list(results) == ["local", "check-then-write", "write-then-check"]
     for result in results.values():
         assert result.trace.ok, result.trace.summary()
         assert result.final_slots == [0] * N
@@ -48,14 +48,19 @@ def test_every_mode_is_clean_and_rejects_by_tokens(results: dict[str, ModeResult
 
 
 def test_the_queued_tokens_against_their_bounds(results: dict[str, ModeResult]) -> None:
-    """E2E-EXP-3: local overshoots Mt; shared stays within Mt - 1 + N * P; reserve within Mt."""
-    local, shared, reserve = results["local"], results["shared"], results["reserve"]
+    """E2E-EXP-3: local overshoots Mt; check-then-write stays within Mt - 1 + N * P;
+    write-then-check within Mt."""
+    local, ctw, wtc = (
+        results["local"],
+        results["check-then-write"],
+        results["write-then-check"],
+    )
     p_local = local.trace.max_request_tokens
     assert local.token_bound == N * (TOKEN_CAP - 1 + p_local)
     assert local.max_queued_tokens is not None and local.max_queued_tokens > TOKEN_CAP
-    p_shared = shared.trace.max_request_tokens
-    assert shared.token_bound == TOKEN_CAP - 1 + N * p_shared
-    assert shared.max_queued_tokens is not None
-    assert shared.max_queued_tokens <= TOKEN_CAP - 1 + N * p_shared
-    assert reserve.token_bound == TOKEN_CAP
-    assert reserve.max_queued_tokens is not None and reserve.max_queued_tokens <= TOKEN_CAP
+    p_ctw = ctw.trace.max_request_tokens
+    assert ctw.token_bound == TOKEN_CAP - 1 + N * p_ctw
+    assert ctw.max_queued_tokens is not None
+    assert ctw.max_queued_tokens <= TOKEN_CAP - 1 + N * p_ctw
+    assert wtc.token_bound == TOKEN_CAP
+    assert wtc.max_queued_tokens is not None and wtc.max_queued_tokens <= TOKEN_CAP

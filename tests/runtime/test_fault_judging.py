@@ -17,7 +17,7 @@ from queueref.runtime.faults.checks import (
     true_counts,
 )
 from queueref.runtime.faults.runs import Sizes, judge
-from queueref.runtime.store.redis_store import StoreProtocol
+from queueref.runtime.store.redis_config import StoreProtocol
 from queueref.trace.events import AdmissionEvent
 
 EVENTS = [

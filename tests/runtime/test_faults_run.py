@@ -23,8 +23,8 @@ from queueref.runtime.faults.parts import (
     still_running,
 )
 from queueref.runtime.faults.runs import Sizes, run_fault
+from queueref.runtime.store.redis_config import StoreProtocol, allocate_node
 from queueref.runtime.store.redis_server import RedisServer
-from queueref.runtime.store.redis_store import StoreProtocol, allocate_node
 
 pytestmark = [pytest.mark.faults, pytest.mark.multiprocess]
 

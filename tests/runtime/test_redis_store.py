@@ -21,17 +21,10 @@ from redis_workers import admission_worker, fill_and_hang_worker, read_ready
 
 from queueref.errors import AdmissionRejected
 from queueref.oracle import check_admission_trace
+from queueref.runtime.store.redis_config import StoreConfig, StoreProtocol, redact_url
+from queueref.runtime.store.redis_scripts import MAX_COUNT, StoreCorruptError, parse_count
 from queueref.runtime.store.redis_server import RedisServer
-from queueref.runtime.store.redis_store import (
-    MAX_COUNT,
-    RedisAdmissionStore,
-    StoreConfig,
-    StoreCorruptError,
-    StoreProtocol,
-    StoreUnavailableError,
-    parse_count,
-    redact_url,
-)
+from queueref.runtime.store.redis_store import RedisAdmissionStore, StoreUnavailableError
 from queueref.trace.events import AdmissionEvent, read_jsonl
 
 pytestmark = pytest.mark.multiprocess
@@ -212,7 +205,7 @@ def test_ADM_STORE_3_processes_keep_each_protocols_bound(
     )
     admitted = sum(e.event == "admit" for e in events)
     assert admitted > 10 and sum(e.event == "reject" for e in events) > 0
-    mode = "locked" if protocol is StoreProtocol.SCRIPT else "shared"
+    mode = "locked" if protocol is StoreProtocol.SCRIPT else "check-then-write"
     report = check_admission_trace(events, num, cap, max_n, mode=mode)
     assert not report.violations, report.violations
     assert report.ok, report

@@ -91,7 +91,7 @@ def test_read_events_reads_the_nodes_own_files(tmp_path: Path) -> None:
         ],
         tmp_path / "server-3.jsonl",
     )
-    servers = HttpServers(2, 3, "shared", trace_dir=tmp_path, store=node(2))
+    servers = HttpServers(2, 3, "check-then-write", trace_dir=tmp_path, store=node(2))
     events = servers.read_events()
     assert [(e.t, e.server, e.request_id) for e in events] == [
         (0.5, 3, "b"),
@@ -105,7 +105,7 @@ def test_read_events_without_a_store_starts_at_server_0(tmp_path: Path) -> None:
     for index in range(2):
         event = AdmissionEvent(float(index), index, "reject", f"r{index}", 1, view=3)
         write_jsonl([event], tmp_path / f"server-{index}.jsonl")
-    events = HttpServers(2, 3, "shared", trace_dir=tmp_path).read_events()
+    events = HttpServers(2, 3, "check-then-write", trace_dir=tmp_path).read_events()
     assert [(e.server, e.request_id) for e in events] == [(0, "r0"), (1, "r1")]
 
 
@@ -114,6 +114,6 @@ def test_read_events_refuses_an_event_in_the_wrong_file(tmp_path: Path) -> None:
     """ORC-TR-13: an event of server 2 in server-3.jsonl is a TraceFormatError, not merged."""
     write_jsonl([AdmissionEvent(1.0, 2, "admit", "a", 1, view=0)], tmp_path / "server-2.jsonl")
     write_jsonl([AdmissionEvent(1.5, 2, "admit", "c", 1, view=1)], tmp_path / "server-3.jsonl")
-    servers = HttpServers(2, 3, "shared", trace_dir=tmp_path, store=node(2))
+    servers = HttpServers(2, 3, "check-then-write", trace_dir=tmp_path, store=node(2))
     with pytest.raises(TraceFormatError, match="server 2 in the file of server 3"):
         servers.read_events()

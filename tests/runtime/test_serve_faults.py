@@ -23,10 +23,11 @@ import pytest
 from processes import pids_alive, read_line_within, wait_gone
 
 from queueref.cli import main as cli
-from queueref.oracle.trace_check import check_admission_trace, read_trace_folder
+from queueref.oracle.trace_check import check_admission_trace
 from queueref.runtime.http.group import SUPERVISOR_LOG, HttpServers
 from queueref.runtime.http.ports import port_is_free
 from queueref.runtime.loadgen import run_builtin
+from queueref.trace.files import read_trace_folder
 
 pytestmark = [pytest.mark.e2e, pytest.mark.multiprocess]
 
@@ -56,7 +57,7 @@ def servers(tmp_path: Path) -> Iterator[HttpServers]:
     group = HttpServers(
         2,
         4,
-        "shared",
+        "check-then-write",
         port=0,
         service_time_ms=3000.0,
         trace_dir=tmp_path / "trace",
@@ -278,7 +279,9 @@ def test_unwritable_outputs_are_refused_before_anything_starts(
 
 def test_a_damaged_trace_file_is_reported_not_raised(tmp_path: Path) -> None:
     """E2E-SRV-4: a trace file someone damaged does not crash the stop; it is reported."""
-    group = HttpServers(2, 2, "shared", port=0, service_time_ms=10.0, trace_dir=tmp_path / "t")
+    group = HttpServers(
+        2, 2, "check-then-write", port=0, service_time_ms=10.0, trace_dir=tmp_path / "t"
+    )
     with group:
         with open(tmp_path / "t" / "server-0.jsonl", "a", encoding="utf-8") as stream:
             stream.write("garbage\n")

@@ -21,10 +21,11 @@ from processes import wait_gone
 
 from queueref.admission.protocol import AdmissionPath
 from queueref.cli import main as cli
-from queueref.oracle.trace_check import check_admission_trace, read_trace_folder
+from queueref.oracle.trace_check import check_admission_trace
 from queueref.runtime.http.group import HttpServers
 from queueref.runtime.http.ports import port_is_free
 from queueref.runtime.http.render import RenderConfig, RenderTime
+from queueref.trace.files import read_trace_folder
 
 pytestmark = [pytest.mark.e2e, pytest.mark.multiprocess]
 

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 from processes import wait_gone
 
-from queueref.oracle.trace_check import check_admission_trace, read_trace_folder
+from queueref.oracle.trace_check import check_admission_trace
 from queueref.runtime.http.group import HttpServers
 from queueref.runtime.http.ports import port_is_free
+from queueref.trace.files import read_trace_folder
 
 pytestmark = [pytest.mark.e2e, pytest.mark.multiprocess]
 
@@ -72,7 +73,7 @@ def servers(tmp_path: Path) -> Iterator[HttpServers]:
     group = HttpServers(
         2,
         100,
-        "shared",
+        "check-then-write",
         port=0,
         service_time_ms=6000.0,
         jitter=0.0,

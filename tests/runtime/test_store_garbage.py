@@ -13,16 +13,10 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from queueref.runtime.store.redis_scripts import heartbeat_live
+from queueref.runtime.store.redis_config import StoreConfig, StoreFailurePolicy, StoreProtocol
+from queueref.runtime.store.redis_scripts import StoreCorruptError, heartbeat_live
 from queueref.runtime.store.redis_server import RedisServer, free_port
-from queueref.runtime.store.redis_store import (
-    RedisAdmissionStore,
-    StoreConfig,
-    StoreCorruptError,
-    StoreFailurePolicy,
-    StoreProtocol,
-    StoreUnavailableError,
-)
+from queueref.runtime.store.redis_store import RedisAdmissionStore, StoreUnavailableError
 
 pytestmark = pytest.mark.multiprocess
 

@@ -9,8 +9,9 @@ import asyncio
 
 import pytest
 
+from queueref.runtime.store.redis_config import StoreConfig, StoreProtocol
 from queueref.runtime.store.redis_server import RedisServer
-from queueref.runtime.store.redis_store import RedisAdmissionStore, StoreConfig, StoreProtocol
+from queueref.runtime.store.redis_store import RedisAdmissionStore
 
 pytestmark = pytest.mark.multiprocess
 

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from queueref.oracle import check_admission_trace
-from queueref.oracle.trace_check import read_trace_folder
 from queueref.runtime.http.group import HttpServers
 from queueref.runtime.http.store import NodeStore
 from queueref.runtime.http.wire import busy_body
 from queueref.runtime.loadgen import run_builtin
+from queueref.runtime.store.redis_config import StoreProtocol, allocate_node
 from queueref.runtime.store.redis_server import RedisServer
-from queueref.runtime.store.redis_store import StoreProtocol, allocate_node
+from queueref.trace.files import read_trace_folder
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.e2e]
 
@@ -61,7 +61,12 @@ def test_ADM_STORE_8_two_serve_groups_share_one_cap(
     assert sorted(n.base for n in nodes) == [0, PER_NODE]
     groups = [
         HttpServers(
-            PER_NODE, CAP, "shared", service_time_ms=80, trace_dir=tmp_path / "trace", store=n
+            PER_NODE,
+            CAP,
+            "check-then-write",
+            service_time_ms=80,
+            trace_dir=tmp_path / "trace",
+            store=n,
         )
         for n in nodes
     ]
@@ -77,7 +82,7 @@ def test_ADM_STORE_8_two_serve_groups_share_one_cap(
     assert len(admitted) == ok > 5
     assert {e.server for e in admitted} == {0, 1, 2, 3}  # both nodes admitted
     assert any(e.event == "reject" for e in events)
-    mode = "locked" if protocol is StoreProtocol.SCRIPT else "shared"
+    mode = "locked" if protocol is StoreProtocol.SCRIPT else "check-then-write"
     report = check_admission_trace(events, 2 * PER_NODE, CAP, 1, mode=mode)
     assert not report.violations, report.violations
     assert report.ok and report.bound == (CAP if mode == "locked" else CAP + 3 * 1)
@@ -91,7 +96,7 @@ def test_ADM_STORE_8_store_down_answers_503_with_vllms_body(tmp_path: Path) -> N
     server.start()
     try:
         store = node(server.url, "solo", StoreProtocol.SNAPSHOT, "down")
-        group = HttpServers(PER_NODE, CAP, "shared", service_time_ms=10, store=store)
+        group = HttpServers(PER_NODE, CAP, "check-then-write", service_time_ms=10, store=store)
         with group:
             assert asyncio.run(load([group.url], 0.5)) > 0
             server.stop()

@@ -21,8 +21,8 @@ import redis
 from queueref.runtime.http.group import HttpServers
 from queueref.runtime.http.store import NodeStore
 from queueref.runtime.loadgen import run_builtin
+from queueref.runtime.store.redis_config import StoreProtocol, allocate_node
 from queueref.runtime.store.redis_server import RedisServer
-from queueref.runtime.store.redis_store import StoreProtocol, allocate_node
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.e2e]
 
@@ -53,7 +53,7 @@ def test_ADM_STORE_4_a_busy_node_keeps_its_lease(protocol: StoreProtocol, tmp_pa
         for name, service in (("a", 3000.0), ("b", 10.0)):
             base = allocate_node(server.url, deployment, name, 1, 2)
             store = NodeStore(server.url, deployment, name, base, 2, protocol, lease_ms=600)
-            groups.append(HttpServers(1, 2, "shared", service_time_ms=service, jitter=0.0,
+            groups.append(HttpServers(1, 2, "check-then-write", service_time_ms=service, jitter=0.0,
                                       trace_dir=tmp_path / "t", store=store))  # fmt: skip
         for group in groups:
             group.start()

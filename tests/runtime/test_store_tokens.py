@@ -14,18 +14,13 @@ import pytest
 import redis
 
 from queueref.oracle import check_admission_trace
-from queueref.oracle.trace_check import read_trace_folder
 from queueref.runtime.http.group import HttpServers
 from queueref.runtime.http.store import NodeStore
 from queueref.runtime.loadgen import run_builtin
+from queueref.runtime.store.redis_config import StoreConfig, StoreProtocol, allocate_node
 from queueref.runtime.store.redis_server import RedisServer
-from queueref.runtime.store.redis_store import (
-    RedisAdmissionStore,
-    StoreConfig,
-    StoreProtocol,
-    StoreUnavailableError,
-    allocate_node,
-)
+from queueref.runtime.store.redis_store import RedisAdmissionStore, StoreUnavailableError
+from queueref.trace.files import read_trace_folder
 
 pytestmark = pytest.mark.multiprocess
 
@@ -160,8 +155,8 @@ def test_ADM_STORE_10_two_nodes_share_one_token_limit(
         base = allocate_node(server.url, f"tok-{protocol.value}", name, 1, 2)
         nodes.append(NodeStore(server.url, f"tok-{protocol.value}", name, base, 2, protocol))
     groups = [
-        HttpServers(1, 4, "shared", service_time_ms=200, trace_dir=tmp_path / "t", store=node,
-                    max_num_queued_tokens=8, token_rule="ge")
+        HttpServers(1, 4, "check-then-write", service_time_ms=200, trace_dir=tmp_path / "t",
+                    store=node, max_num_queued_tokens=8, token_rule="ge")
         for node in nodes
     ]  # fmt: skip
     body = json.dumps({"prompt": "one two three four"}).encode()

@@ -234,7 +234,7 @@ def replay_through_implementation(
 ) -> Servers:
     """OB-ONE-1: the real servers follow `trace` and agree with `model` after every step."""
     N = model.servers
-    mode = "shared" if isinstance(model, CheckThenWrite) else "reserve"
+    mode = "check-then-write" if isinstance(model, CheckThenWrite) else "write-then-check"
     real = Servers(N, model.cap, mode)
     state = model.initial()
     for step in trace:
@@ -277,9 +277,9 @@ def test_tightness_witness_replays_through_the_implementation(
     assert sum(real.slots()) == row.worst_total == cap + (servers - 1) * min(cap, weight)
 
 
-def test_write_then_check_traces_replay_through_reserve_mode() -> None:
+def test_write_then_check_traces_replay_through_the_controller() -> None:
     """OB-ONE-1, OB-WTC-1, OB-WTC-3: the hard-cap witness and the spurious-rejection trace
-    replay through `mode="reserve"`: same reservations, same keeps, same rollbacks."""
+    replay through `mode="write-then-check"`: same reservations, same keeps, same rollbacks."""
     for servers, cap, weight in [(2, 1, 1), (2, 2, 2), (3, 2, 1)]:
         row = explore("write-then-check", servers, cap, weight, witness=True)
         assert row.witness is not None
@@ -303,7 +303,7 @@ def test_the_implementation_decides_with_the_protocol_step_function(
 ) -> None:
     """OB-ONE-1: AdmissionController's decision is `protocol.admits_check_then_write`:
     replacing that function changes what the real controller admits."""
-    real = Servers(1, 5, "shared")
+    real = Servers(1, 5, "check-then-write")
     real.checks[0] = real.controllers[0].start_check(1)
     real.read_rest(0)
     monkeypatch.setattr(protocol, "admits_check_then_write", lambda view, n, cap: False)

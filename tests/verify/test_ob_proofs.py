@@ -414,7 +414,7 @@ def test_the_obligation_functions_check_their_contracts_on_concrete_runs() -> No
         module.fine_n3_bound(3, 2, **bad)
 
 
-def test_z3_checks_the_same_functions_and_has_teeth() -> None:
+def test_ob_fine_1_z3_proves_every_step_and_refutes_every_dropped_conjunct() -> None:
     """OB-FINE-1, OB-WTC-1, OB-FINE-2: the z3 harness proves every step at N = 3 and finds
     a counterexample for every dropped conjunct at N = 2."""
     harness = _load("proofs/z3_inductive.py")

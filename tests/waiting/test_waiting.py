@@ -28,7 +28,7 @@ from waiting_variants import (
 import queueref.config
 from queueref import Request, RequestStatus, SchedulingPolicy, StepDecision, WaitingQueues
 from queueref.request import request_key
-from queueref.waiting.lifecycle import IN_RUNNING, IN_WAITING
+from queueref.waiting.places import IN_RUNNING, IN_WAITING
 
 RUN, SKIP, STOP = StepDecision.RUN, StepDecision.SKIP, StepDecision.STOP
 KV = RequestStatus.WAITING_FOR_REMOTE_KVS
@@ -125,27 +125,16 @@ def test_exported_from_the_package() -> None:
     assert [d.name for d in StepDecision] == ["RUN", "SKIP", "STOP"]
 
 
-def test_every_public_name_still_imports_from_waiting() -> None:
-    """WL-POL-1: waiting.py is built from one module per job and re-exports their names."""
-    import queueref.waiting.lifecycle as waiting
+def test_each_public_name_imports_from_the_module_that_defines_it() -> None:
+    """WL-POL-1: the lifecycle is built from one module per job; `lifecycle` exports
+    `WaitingQueues` only; the vocabulary is in `places`, the layout names in `model`."""
+    import queueref.waiting.lifecycle as lifecycle
+    import queueref.waiting.model as model
+    import queueref.waiting.places as places
 
-    names = {
-        "ALLOWED_STATUSES",
-        "ALLOWED_STATUSES_V033",
-        "IN_FINISHED",
-        "IN_KV_HOLDING",
-        "IN_RUNNING",
-        "IN_SKIPPED",
-        "IN_WAITING",
-        "LAYOUTS",
-        "LifecycleRequest",
-        "StepDecision",
-        "StepEntry",
-        "WaitingQueues",
-    }
-    assert names <= set(waiting.__all__)
-    assert all(hasattr(waiting, name) for name in waiting.__all__)
-    assert waiting.LAYOUTS == ("vllm-0.30", "vllm-0.33") and waiting.IN_SKIPPED == "skipped_waiting"
+    assert lifecycle.__all__ == ["WaitingQueues"]
+    assert places.LAYOUTS == ("vllm-0.30", "vllm-0.33") and places.IN_SKIPPED == "skipped_waiting"
+    assert (model.LAYOUT_V030, model.LAYOUT_V033) == places.LAYOUTS
 
 
 @pytest.mark.parametrize("module", ["queueref.waiting.lifecycle", "queueref.waiting.places"])

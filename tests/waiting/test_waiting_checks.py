@@ -43,7 +43,8 @@ from queueref.waiting.checks import (
     _sessions_consistent,
     _step_matches_model,
 )
-from queueref.waiting.lifecycle import IN_RUNNING, IN_WAITING, LAYOUT_V030, LAYOUT_V033, StepEntry
+from queueref.waiting.model import LAYOUT_V030, LAYOUT_V033
+from queueref.waiting.places import IN_RUNNING, IN_WAITING, StepEntry
 
 RUN, SKIP, STOP = StepDecision.RUN, StepDecision.SKIP, StepDecision.STOP
 KV = RequestStatus.WAITING_FOR_REMOTE_KVS

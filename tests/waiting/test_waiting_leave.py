@@ -43,7 +43,7 @@ from waiting_variants import (
 
 import queueref.config
 from queueref import Request, RequestStatus, StepDecision, WaitingQueues
-from queueref.waiting.lifecycle import LAYOUT_V030, LAYOUT_V033
+from queueref.waiting.model import LAYOUT_V030, LAYOUT_V033
 
 RUN, STOP = StepDecision.RUN, StepDecision.STOP
 KV = RequestStatus.WAITING_FOR_REMOTE_KVS

@@ -35,8 +35,9 @@ from waiting_variants import Change, EnqueueIgnoresBlocked, EnqueueIgnoresKV, br
 
 import queueref.config
 from queueref import Request, RequestStatus, StepDecision, WaitingQueues
-from queueref.queues.factory import FCFSRequestQueue, SchedulingPolicy
-from queueref.waiting.lifecycle import LAYOUT_V030, LAYOUT_V033
+from queueref.queues.factory import SchedulingPolicy
+from queueref.queues.fcfs import FCFSRequestQueue
+from queueref.waiting.model import LAYOUT_V030, LAYOUT_V033
 
 RUN, STOP = StepDecision.RUN, StepDecision.STOP
 KV = RequestStatus.WAITING_FOR_REMOTE_KVS

@@ -39,8 +39,8 @@ from waiting_variants import (
 
 import queueref.config
 from queueref import Request, RequestStatus, StepDecision, WaitingQueues
-from queueref.queues.factory import RequestQueue
-from queueref.waiting.lifecycle import LAYOUT_V030, LAYOUT_V033
+from queueref.queues.base import RequestQueue
+from queueref.waiting.model import LAYOUT_V030, LAYOUT_V033
 
 RUN, SKIP, STOP = StepDecision.RUN, StepDecision.SKIP, StepDecision.STOP
 KV = RequestStatus.WAITING_FOR_REMOTE_KVS

@@ -37,7 +37,7 @@ from waiting_variants import Change, RequeuesPausedSession, broken_variant
 
 import queueref.config
 from queueref import Request, RequestStatus, StepDecision, WaitingQueues
-from queueref.waiting.lifecycle import LAYOUT_V030, LAYOUT_V033
+from queueref.waiting.model import LAYOUT_V030, LAYOUT_V033
 
 RUN, SKIP, STOP = StepDecision.RUN, StepDecision.SKIP, StepDecision.STOP
 KV = RequestStatus.WAITING_FOR_REMOTE_KVS

@@ -21,7 +21,7 @@ from waiting_variants import (
 )
 
 from queueref import Request, RequestStatus, StepDecision, WaitingQueues
-from queueref.waiting.lifecycle import IN_KV_HOLDING, IN_SKIPPED, IN_WAITING
+from queueref.waiting.places import IN_KV_HOLDING, IN_SKIPPED, IN_WAITING
 
 RUN, SKIP, STOP = StepDecision.RUN, StepDecision.SKIP, StepDecision.STOP
 STREAM = RequestStatus.WAITING_FOR_STREAMING_REQ

@@ -38,7 +38,7 @@ from waiting_variants import (
 import queueref.config
 from queueref import Request, RequestStatus, SchedulingPolicy, StepDecision, WaitingQueues
 from queueref.request import request_key
-from queueref.waiting.lifecycle import IN_KV_HOLDING
+from queueref.waiting.places import IN_KV_HOLDING
 
 RUN, SKIP, STOP = StepDecision.RUN, StepDecision.SKIP, StepDecision.STOP
 GRAMMAR = RequestStatus.WAITING_FOR_STRUCTURED_OUTPUT_GRAMMAR
@@ -484,7 +484,9 @@ _HUNT = settings(
         (WaitingBeforeKVHolding, SchedulingPolicy.PRIORITY),
     ],
 )
-def test_v033_machine_has_teeth(variant: type[WaitingQueues], policy: SchedulingPolicy) -> None:
+def test_wl_l33_2_order_bugs_the_cheap_contracts_miss_are_found_by_the_model(
+    variant: type[WaitingQueues], policy: SchedulingPolicy
+) -> None:
     """WL-L33-2, WL-L33-3: with deep checks off (as in production) the cheap contracts
     miss these order bugs; the model finds them."""
     machine = type("BrokenMachine", (V033Machine,), {"factory": variant, "policy": policy})

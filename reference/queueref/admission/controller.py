@@ -14,7 +14,7 @@ Deliberate divergences from vLLM:
   (`AdmissionController.start_check`) so that models and tests can interleave
   other servers between two reads. Over a C-level counter buffer
   `check_admission` makes the same reads in one C-level pass.
-* write-then-check (`mode="write-then-check"`, formerly `"reserve"`) is
+* write-then-check (`mode="write-then-check"`) is
   queueref's addition: a hard global cap at the price of spurious
   rejections. The default check-then-write is vLLM 0.30.0's.
 * Limits are validated at construction (vLLM 0.30.0 validates them in
@@ -55,8 +55,8 @@ _WRITE_THEN_CHECK: Final = protocol.Protocol.WRITE_THEN_CHECK
 _REQUESTS: Final = SharedAdmissionStats.REQUEST_COUNT
 _TOKENS: Final = SharedAdmissionStats.QUEUED_TOKENS
 
-#: How `mode=` may be spelled: the protocol names, then the deprecated aliases.
-AdmissionMode = Literal["check-then-write", "write-then-check", "shared", "reserve"]
+#: How `mode=` is spelled: the names of the two protocols a controller runs.
+AdmissionMode = Literal["check-then-write", "write-then-check"]
 
 #: The protocols an `AdmissionController` runs (locked and local are built around it).
 CONTROLLER_PROTOCOLS: Final = (
@@ -71,10 +71,8 @@ TOKEN_SCOPES: Final = ("shared", "local")
 #: How `token_rule=` may be spelled (ADM-TOK-3).
 TokenRuleName = Literal["ge", "fits"]
 
-#: Every accepted spelling of `mode=` and the protocol it runs (ADM-CTL-1).
-MODES: Final[dict[str, protocol.Protocol]] = {
-    name: protocol.parse_protocol(name) for name in protocol.spellings(CONTROLLER_PROTOCOLS)
-}
+#: Every accepted `mode=` and the protocol it runs (ADM-CTL-1).
+MODES: Final[dict[str, protocol.Protocol]] = {p.value: p for p in CONTROLLER_PROTOCOLS}
 
 
 def is_token_backlog_full(queued_tokens: int, limit: int | None) -> bool:
@@ -133,7 +131,7 @@ class AdmissionController:
     )
     @icontract.require(
         lambda mode: mode in MODES,
-        "ADM-CTL-1: mode is 'check-then-write' or 'write-then-check' (or an old alias)",
+        "ADM-CTL-1: mode is 'check-then-write' or 'write-then-check'",
         error=ValueError,
     )
     @icontract.require(

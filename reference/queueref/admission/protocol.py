@@ -22,14 +22,12 @@ API, the CLI, the trace checker and the reports:
 * `local`: check-then-write on the server's own count only (the behaviour
   before vLLM PR #54746).
 
-`shared` and `reserve` are the old names of check-then-write and
-write-then-check; `parse_protocol` still accepts them (deprecated, see the
-README). `bound` is the one statement of each protocol's worst global count.
+`bound` is the one statement of each protocol's worst global count.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
@@ -44,28 +42,10 @@ class Protocol(StrEnum):
     LOCAL = "local"
 
 
-#: Old spellings, still accepted where users type a protocol (deprecated: see the README).
-DEPRECATED_ALIASES: Final[Mapping[str, Protocol]] = {
-    "shared": Protocol.CHECK_THEN_WRITE,
-    "reserve": Protocol.WRITE_THEN_CHECK,
-}
-
-
-def spellings(allowed: Iterable[Protocol] = tuple(Protocol)) -> tuple[str, ...]:
-    """Every accepted spelling of the `allowed` protocols: the names, then the old aliases.
-
-    >>> spellings([Protocol.CHECK_THEN_WRITE, Protocol.WRITE_THEN_CHECK])
-    ('check-then-write', 'write-then-check', 'shared', 'reserve')
-    """
-    chosen = tuple(allowed)
-    aliases = tuple(alias for alias, target in DEPRECATED_ALIASES.items() if target in chosen)
-    return tuple(p.value for p in chosen) + aliases
-
-
 def parse_protocol(name: object, allowed: Iterable[Protocol] = tuple(Protocol)) -> Protocol:
-    """The protocol a name (or a deprecated alias) spells; `ValueError` naming the choices.
+    """The protocol `name` names, one of `allowed`; `ValueError` naming the choices.
 
-    >>> parse_protocol("write-then-check") is parse_protocol("reserve")
+    >>> parse_protocol("write-then-check") is Protocol.WRITE_THEN_CHECK
     True
     >>> parse_protocol("fast")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -73,18 +53,11 @@ def parse_protocol(name: object, allowed: Iterable[Protocol] = tuple(Protocol)) 
     ValueError: unknown admission protocol 'fast': expected one of check-then-write, ...
     """
     chosen = tuple(allowed)
-    found: Protocol | None = None
-    if isinstance(name, str):
-        found = DEPRECATED_ALIASES.get(name)
-        if found is None and name in {p.value for p in Protocol}:
-            found = Protocol(name)
-    if found is None or found not in chosen:
-        aliases = [alias for alias, target in DEPRECATED_ALIASES.items() if target in chosen]
-        old = f" (or the deprecated {', '.join(aliases)})" if aliases else ""
-        raise ValueError(
-            f"unknown admission protocol {name!r}: expected one of "
-            f"{', '.join(p.value for p in chosen)}{old}"
-        )
+    names = {p.value: p for p in chosen}
+    # E2E-CLI-5: a protocol is typed by its name, nothing else.
+    found = names.get(name) if isinstance(name, str) else None
+    if found is None:
+        raise ValueError(f"unknown admission protocol {name!r}: expected one of {', '.join(names)}")
     return found
 
 

@@ -2,8 +2,7 @@
 
 Durations accept `2s`, `500ms`, `1m` or plain seconds; numbers must be
 finite (`nan`, `inf` are refused); a protocol is typed by its name
-(`queueref.admission.protocol.Protocol`), the deprecated `shared` / `reserve`
-still accepted with a note on stderr; a bad value is a usage error, which
+(`queueref.admission.protocol.Protocol`) and nothing else; a bad value is a usage error, which
 `queueref.cli.main` prints as one line and exit status 2. `EXIT_CODES` texts are
 shown at the end of each command's `--help`.
 """
@@ -16,7 +15,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 
-from queueref.admission.protocol import DEPRECATED_ALIASES, Protocol, parse_protocol, spellings
+from queueref.admission.protocol import Protocol, parse_protocol
 
 _DURATION = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s|m)?\s*")
 
@@ -79,19 +78,13 @@ def finite_float(minimum: float = 0.0) -> Callable[[str], float]:
     return parse
 
 
-def _protocol(command: str, flag: str, allowed: Sequence[Protocol], text: str) -> Protocol:
-    """One typed protocol: its name, or a deprecated alias with a one-line note on stderr."""
-    # E2E-CLI-5: the choices and the error are parse_protocol's; the note names the new name.
+def _protocol(allowed: Sequence[Protocol], text: str) -> Protocol:
+    """One typed protocol, by its name."""
+    # E2E-CLI-5: the choices and the error are parse_protocol's.
     try:
-        found = parse_protocol(text.strip(), allowed)
+        return parse_protocol(text.strip(), allowed)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
-    if text.strip() in DEPRECATED_ALIASES:
-        print(
-            f"queueref {command}: {flag} {text.strip()} is deprecated: use {found.value}",
-            file=sys.stderr,
-        )
-    return found
 
 
 def protocol_names(allowed: Sequence[Protocol]) -> str:
@@ -103,30 +96,25 @@ def add_protocol_argument(
     parser: argparse.ArgumentParser,
     flag: str,
     *,
-    command: str,
     allowed: Sequence[Protocol],
     default: Protocol,
     help: str,
 ) -> None:
     """A flag naming one protocol of `allowed`; its value is a `Protocol` (E2E-CLI-5).
 
-    The choices are `spellings(allowed)`; `--help` shows the names only.
+    The choices are the names of `allowed`, and `--help` shows them.
     """
-    aliases = [alias for alias in DEPRECATED_ALIASES if alias in spellings(allowed)]
-    old = f"; deprecated: {', '.join(aliases)}" if aliases else ""
     parser.add_argument(
         flag,
-        type=lambda text: _protocol(command, flag, allowed, text),
-        choices=spellings(allowed),
+        type=lambda text: _protocol(allowed, text),
+        choices=allowed,
         metavar="{" + protocol_names(allowed) + "}",
         default=default,
-        help=f"{help} (default {default.value}{old})",
+        help=f"{help} (default {default.value})",
     )
 
 
-def protocol_list(
-    command: str, flag: str, allowed: Sequence[Protocol]
-) -> Callable[[str], tuple[Protocol, ...]]:
+def protocol_list(allowed: Sequence[Protocol]) -> Callable[[str], tuple[Protocol, ...]]:
     """argparse type: comma-separated protocols of `allowed`, in the order given (E2E-CLI-5)."""
 
     def parse(text: str) -> tuple[Protocol, ...]:
@@ -135,7 +123,7 @@ def protocol_list(
             raise argparse.ArgumentTypeError(
                 f"name some of {protocol_names(allowed)}, got {text!r}"
             )
-        return tuple(_protocol(command, flag, allowed, name) for name in names)
+        return tuple(_protocol(allowed, name) for name in names)
 
     return parse
 

@@ -6,7 +6,7 @@ in the given inclusive ranges, enumerates every interleaving of the servers' ste
 
 * check-then-write (vLLM 0.30.0's protocol, the default): `worst_total` is the largest global
   unfinished count, `bound` is M + (N-1)*min(M, W) -- the two are equal;
-* write-then-check (queueref's reserve mode): `worst_total` is the largest admitted
+* write-then-check (queueref's addition): `worst_total` is the largest admitted
   count, `bound` is M; `worst_slot_total` counts reservations in progress too,
   and `spurious_rejection` is the largest free capacity M - A at which a request that fits
   can be rejected under contention (null when it never happens).
@@ -107,7 +107,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_protocol_argument(
         parser,
         "--protocol",
-        command="bound-table",
         allowed=tuple(parse_protocol(name) for name in PROTOCOLS),
         default=parse_protocol(CHECK_THEN_WRITE),
         help="the protocol to explore",

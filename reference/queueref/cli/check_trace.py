@@ -12,9 +12,8 @@ the largest `n` in the trace (ORC-TR-16). A broken bound is located: the
 line and time of the peak and the requests in flight there (ORC-TR-17).
 Time and memory grow with the number of events only (ORC-TR-12).
 
-`--mode` takes a protocol by its name (the deprecated `shared` / `reserve`
-with a note); the report prints that name. A trace file holds no protocol
-name: old traces read as they always did.
+`--mode` takes a protocol by its name; the report prints that name. A trace
+file holds no protocol name: old traces read as they always did.
 """
 
 from __future__ import annotations
@@ -26,14 +25,10 @@ import sys
 
 from queueref.admission.protocol import Protocol
 from queueref.cli.args import add_protocol_argument, exit_codes, int_at_least
-from queueref.oracle.trace_check import (
-    TOKEN_RULES,
-    check_admission_trace,
-    read_trace,
-    read_trace_folder,
-)
+from queueref.oracle.trace_bounds import TOKEN_RULES
+from queueref.oracle.trace_check import check_admission_trace
 from queueref.trace.events import AdmissionEvent
-from queueref.trace.files import TraceFormatError
+from queueref.trace.files import TraceFormatError, read_trace, read_trace_folder
 
 HELP = "check a recorded admission trace (a JSON Lines file or a serve --trace folder)"
 
@@ -76,7 +71,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_protocol_argument(
         parser,
         "--mode",
-        command="check-trace",
         allowed=tuple(Protocol),
         default=Protocol.CHECK_THEN_WRITE,
         help="the admission protocol the servers ran",

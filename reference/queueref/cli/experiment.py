@@ -1,8 +1,7 @@
 """`queueref experiment`: serve + load for every admission mode, and the table.
 
 For `local`, `check-then-write` and `write-then-check` in turn (`--modes`
-takes the protocols by their names; the deprecated `shared` / `reserve`
-with a note): start N real HTTP server
+takes the protocols by their names): start N real HTTP server
 processes (`queueref.runtime.http.group`), drive them with the built-in client
 (`queueref.runtime.loadgen`), stop them, and compute the exact maximum global
 in-flight count from the servers' admit/finish records against the mode's
@@ -48,9 +47,10 @@ from queueref.runtime.experiment_render import (
     plot_names,
     run_render_experiment,
 )
-from queueref.runtime.http.group import SERVE_PROTOCOLS, TOKEN_RULES
+from queueref.runtime.http.group import TOKEN_RULES
 from queueref.runtime.http.ports import PortInUseError
 from queueref.runtime.http.render import PREFLIGHT_MODES
+from queueref.runtime.http.worker import SERVE_PROTOCOLS
 from queueref.runtime.loadgen import LoadError
 from queueref.runtime.nodes_plot import NodesSeries, plot_nodes
 
@@ -87,10 +87,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--modes",
-        type=protocol_list("experiment", "--modes", SERVE_PROTOCOLS),
+        type=protocol_list(SERVE_PROTOCOLS),
         default=protocol_names(SERVE_PROTOCOLS),
         help="comma-separated protocols to run, of "
-        f"{protocol_names(SERVE_PROTOCOLS)} (default: all; deprecated: shared, reserve)",
+        f"{protocol_names(SERVE_PROTOCOLS)} (default: all)",
     )
     parser.add_argument(
         "--port", type=int_at_least(0, 65535), default=0, help="port (default 0: any free port)"

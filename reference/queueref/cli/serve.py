@@ -28,13 +28,7 @@ from queueref.cli.args import (
     finite_float,
     int_at_least,
 )
-from queueref.oracle.trace_check import trace_file
-from queueref.runtime.http.group import (
-    SERVE_PROTOCOLS,
-    SUPERVISOR_LOG,
-    TOKEN_RULES,
-    HttpServers,
-)
+from queueref.runtime.http.group import SUPERVISOR_LOG, TOKEN_RULES, HttpServers
 from queueref.runtime.http.ports import PortInUseError, port_is_free
 from queueref.runtime.http.releases import VLLM_RELEASES
 from queueref.runtime.http.render import (
@@ -47,13 +41,10 @@ from queueref.runtime.http.render import (
     parse_render_ms,
 )
 from queueref.runtime.http.store import NodeStore
-from queueref.runtime.http.worker import PREFILL_FRACTION
-from queueref.runtime.store.redis_store import (
-    StoreError,
-    StoreFailurePolicy,
-    StoreProtocol,
-    allocate_node,
-)
+from queueref.runtime.http.worker import PREFILL_FRACTION, SERVE_PROTOCOLS
+from queueref.runtime.store.redis_config import StoreFailurePolicy, StoreProtocol, allocate_node
+from queueref.runtime.store.redis_scripts import StoreError
+from queueref.trace.files import trace_file
 
 #: The record files `serve --trace` writes, which --overwrite removes (E2E-TRACE-2).
 RECORD_FILE = re.compile(r"server-[0-9]+\.jsonl")
@@ -106,7 +97,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_protocol_argument(
         parser,
         "--admission",
-        command="serve",
         allowed=SERVE_PROTOCOLS,
         default=Protocol.CHECK_THEN_WRITE,
         help="local: each server caps itself (before the PR); check-then-write: vLLM "

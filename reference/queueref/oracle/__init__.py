@@ -24,13 +24,14 @@ from queueref.trace.files import TraceFormatError
 
 if TYPE_CHECKING:
     from queueref.oracle.conformance import check_queue_laws, check_request_queue
-    from queueref.oracle.trace_check import TraceReport, check_admission_trace
+    from queueref.oracle.trace_check import check_admission_trace
+    from queueref.oracle.trace_report import TraceReport
 
 _LAZY = {
     "check_request_queue": "queueref.oracle.conformance",
     "check_queue_laws": "queueref.oracle.conformance",
     "check_admission_trace": "queueref.oracle.trace_check",
-    "TraceReport": "queueref.oracle.trace_check",
+    "TraceReport": "queueref.oracle.trace_report",
 }
 
 __all__ = [

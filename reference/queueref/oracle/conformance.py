@@ -1,6 +1,6 @@
 """`check_request_queue` and `check_queue_laws`: queueref as an oracle for other queues.
 
-Both run `queueref.oracle.queue_machine.QueueMachine` under fixed Hypothesis
+Both run `queueref.oracle.rules.QueueMachine` under fixed Hypothesis
 settings (derandomized, no example database, no deadline), so a verdict does
 not depend on the caller's Hypothesis profile and the same queue always gets
 the same verdict and the same failing programs from the same Hypothesis
@@ -31,18 +31,12 @@ from hypothesis.errors import Unsatisfiable
 from hypothesis.stateful import run_state_machine_as_test
 
 from queueref.oracle import search_budget
-from queueref.oracle.errors import FailureKey
-from queueref.oracle.failure_report import conformance_error as conformance_error
-from queueref.oracle.failure_report import leaves_of
-from queueref.oracle.queue_machine import (
-    ConformanceFailure,
-    QueueFactory,
-    QueueMachine,
-    RequestFactory,
-    Ties,
-    python_name,
-    queue_machine,
-)
+from queueref.oracle.errors import ConformanceFailure, FailureKey
+from queueref.oracle.failure_report import conformance_error, leaves_of
+from queueref.oracle.handles import python_name
+from queueref.oracle.machine_core import QueueFactory, RequestFactory, Ties
+from queueref.oracle.queue_machine import queue_machine
+from queueref.oracle.rules import QueueMachine
 from queueref.oracle.search_budget import BudgetSpent, WorkMeter
 from queueref.queues.factory import SchedulingPolicy, create_request_queue
 from queueref.validators import is_int, is_int_at_least

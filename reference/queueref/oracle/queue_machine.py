@@ -38,31 +38,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from queueref.oracle.errors import ConformanceFailure, FailureKey
-from queueref.oracle.handles import Handle, Outcome, python_name
+from queueref.oracle.errors import FailureKey
 from queueref.oracle.machine_core import QueueFactory, RequestFactory, Ties
-from queueref.oracle.rules import ARRIVAL_TIMES, PRIORITIES, QueueMachine
+from queueref.oracle.rules import QueueMachine
 from queueref.oracle.search_budget import WorkMeter
-from queueref.oracle.ties import equal_up_to_ties
 from queueref.oracle.variants import LongQueueMachine, StrictLongQueueMachine, StrictQueueMachine
 
-__all__ = [
-    "ARRIVAL_TIMES",
-    "PRIORITIES",
-    "ConformanceFailure",
-    "Handle",
-    "LongQueueMachine",
-    "Outcome",
-    "QueueFactory",
-    "QueueMachine",
-    "RequestFactory",
-    "StrictLongQueueMachine",
-    "StrictQueueMachine",
-    "Ties",
-    "equal_up_to_ties",
-    "python_name",
-    "queue_machine",
-]
+__all__ = ["queue_machine"]
 
 
 def queue_machine(

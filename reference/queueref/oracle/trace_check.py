@@ -7,15 +7,13 @@ respect, whether it does, and every recorded decision the semantics forbid
 (ORC-TR-1 to ORC-TR-8; the preflight records of `serve --render-ms`: ORC-TR-19
 to ORC-TR-21, `queueref.oracle.trace_preflight`). It reuses the schema, the parser and the sweeps of
 `queueref.trace.events`; files are read by `queueref.trace.files`, strictly,
-with errors that name the line and the field (ORC-TR-9). The reading names
-(`read_trace`, `read_trace_folder`, `trace_file`, ...) are re-exported here.
+with errors that name the line and the field (ORC-TR-9).
 
 Models no single vLLM file: it judges recordings of the admission path of
 `AsyncLLM.check_admission` (`vllm/v1/engine/async_llm.py`) with the counters of
 `vllm/v1/engine/admission_control.py`, as `specs/admission.md` states it.
 
-Modes (ORC-TR-10): the protocol names of `queueref.admission.protocol.Protocol`
-(the deprecated `shared` and `reserve` are accepted for the first two):
+Modes (ORC-TR-10): the protocol names of `queueref.admission.protocol.Protocol`:
 
 | mode | protocol | admit iff | view must be | measure | bound |
 |---|---|---|---|---|---|
@@ -34,29 +32,17 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from queueref.admission.protocol import Protocol, parse_protocol
-
-# Re-exported: callers name the report, the bounds and the reading of files here.
-from queueref.oracle.trace_bounds import MODES as MODES
-from queueref.oracle.trace_bounds import TOKEN_RULES as TOKEN_RULES
-from queueref.oracle.trace_bounds import infer_max_n as infer_max_n
-from queueref.oracle.trace_bounds import locate_peak as locate_peak
-from queueref.oracle.trace_bounds import trace_bound as trace_bound
-from queueref.oracle.trace_bounds import trace_token_bound as trace_token_bound
+from queueref.oracle.trace_bounds import (
+    TOKEN_RULES,
+    infer_max_n,
+    locate_peak,
+    trace_bound,
+    trace_token_bound,
+)
 from queueref.oracle.trace_replay import Replay
-from queueref.oracle.trace_report import KINDS
-from queueref.oracle.trace_report import InFlight as InFlight
-from queueref.oracle.trace_report import Peak as Peak
-from queueref.oracle.trace_report import TraceReport as TraceReport
-from queueref.oracle.trace_report import Violation as Violation
+from queueref.oracle.trace_report import KINDS, TraceReport
 from queueref.trace.events import AdmissionEvent, max_admitted_in_flight, max_in_flight, sweep
-from queueref.trace.files import MAX_LINE_CHARS as MAX_LINE_CHARS
-from queueref.trace.files import OPTIONAL_KEYS as OPTIONAL_KEYS
-from queueref.trace.files import REQUIRED_KEYS as REQUIRED_KEYS
-from queueref.trace.files import TraceFolder as TraceFolder
-from queueref.trace.files import parse_event_line as parse_event_line
-from queueref.trace.files import read_trace as read_trace
-from queueref.trace.files import read_trace_folder as read_trace_folder
-from queueref.trace.files import trace_file as trace_file
+from queueref.trace.files import read_trace, read_trace_folder
 from queueref.validators import is_int_at_least
 
 
@@ -99,8 +85,7 @@ def check_admission_trace(
     off the trace, the largest `n` admitted or rejected (ORC-TR-16), and the
     report says so (`max_n_inferred`). The report locates the peak of the
     count: its line, time and the requests in flight there (ORC-TR-17).
-    `mode` is a protocol, by its name in `MODES` (ORC-TR-10; the deprecated
-    `shared` and `reserve` still spell check-then-write and write-then-check).
+    `mode` is a protocol, by its name in `trace_bounds.MODES` (ORC-TR-10).
     With `max_num_queued_tokens` the token limit is checked too: its measure
     against its bound (ORC-TR-14) and every token decision (ORC-TR-15), under
     `token_rule` (`ge`, `fits`).

@@ -29,8 +29,8 @@ interface, and what both reference queues share), `fcfs` and `priority` (the
 two queues) and, beside them, their contracts: `checks` (what every queue's
 contracts ask, and the clause machinery), `clauses` (what our two queues add)
 and `contracts` (the checker that binds them to every subclass). This module
-holds the policies and `create_request_queue`, and re-exports the names of the
-queues.
+holds the policies and `create_request_queue`; import a queue from the module
+that defines it.
 """
 
 # RQ-ALL-2, RQ-ALL-3: the duplicate checks above are the preconditions of add and prepend.
@@ -44,13 +44,7 @@ from queueref.queues.base import RequestQueue
 from queueref.queues.fcfs import FCFSRequestQueue
 from queueref.queues.priority import PriorityRequestQueue
 
-__all__ = [
-    "FCFSRequestQueue",
-    "PriorityRequestQueue",
-    "RequestQueue",
-    "SchedulingPolicy",
-    "create_request_queue",
-]
+__all__ = ["SchedulingPolicy", "create_request_queue"]
 
 
 class SchedulingPolicy(enum.Enum):

@@ -30,9 +30,11 @@ from typing import Any
 
 from queueref.admission.controller import TokenRuleName
 from queueref.admission.protocol import Protocol, parse_protocol
-from queueref.oracle.trace_check import TraceReport, check_admission_trace
-from queueref.runtime.http.group import SERVE_MODES, HttpServers, ServeMode
+from queueref.oracle.trace_check import check_admission_trace
+from queueref.oracle.trace_report import TraceReport
+from queueref.runtime.http.group import HttpServers
 from queueref.runtime.http.render import RenderConfig
+from queueref.runtime.http.worker import SERVE_PROTOCOLS, ServeMode
 from queueref.runtime.loadgen import LoadReport, run_builtin
 from queueref.trace.events import AdmissionEvent
 
@@ -101,7 +103,7 @@ class ModeResult:
 
     @property
     def bound(self) -> int:
-        """local: N*M; shared: M + (N-1)*min(M, W); reserve: M (E2E-EXP-1)."""
+        """local: N*M; check-then-write: M + (N-1)*min(M, W); write-then-check: M (E2E-EXP-1)."""
         return self.trace.bound
 
     @property
@@ -156,8 +158,8 @@ class ModeResult:
 def timeline(events: Sequence[AdmissionEvent], mode: str) -> tuple[list[float], list[int]]:
     """The global in-flight step function (times from the first event), by the mode's measure.
 
-    Admissions count at `t`; departures at `t` (local, shared: ADM-EV-4) or at
-    `t_before` (reserve: ADM-EV-5), with the same tie rules as the sweeps.
+    Admissions count at `t`; departures at `t` (local, check-then-write: ADM-EV-4) or
+    at `t_before` (write-then-check: ADM-EV-5), with the same tie rules as the sweeps.
     """
     reserve = parse_protocol(mode) is Protocol.WRITE_THEN_CHECK
     points: list[tuple[float, int, int]] = []
@@ -255,7 +257,7 @@ def run_experiment(
     concurrency: int,
     duration: float,
     service_time_ms: float = 200.0,
-    modes: Sequence[ServeMode] = SERVE_MODES,
+    modes: Sequence[ServeMode] = SERVE_PROTOCOLS,
     port: int = 0,
     trace_dir: str | Path | None = None,
     progress: Callable[[ModeResult], None] | None = None,

@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from queueref.admission.protocol import Protocol
-from queueref.oracle.trace_check import check_admission_trace, read_trace_folder
+from queueref.oracle.trace_check import check_admission_trace
 from queueref.runtime.http.group import HttpServers
 from queueref.runtime.http.store import NodeStore
 from queueref.runtime.loadgen import run_builtin
 from queueref.runtime.nodes_plot import NodesSeries
+from queueref.runtime.store.redis_config import StoreProtocol, allocate_node
 from queueref.runtime.store.redis_server import RedisServer
-from queueref.runtime.store.redis_store import StoreProtocol, allocate_node
+from queueref.trace.files import read_trace_folder
 
 #: The trace-checker mode whose measure and bound each store protocol keeps.
 CHECK_MODES = {

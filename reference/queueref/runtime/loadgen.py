@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from queueref.runtime.http.wire import REQUEST_BODY, is_busy_body
 
-__all__ = ["REQUEST_BODY", "LoadError", "LoadReport", "run_builtin", "run_load"]
+__all__ = ["LoadError", "LoadReport", "run_builtin", "run_load"]
 
 #: Called about once a second during a built-in run with the report so far (E2E-LOAD-2).
 Progress = Callable[["LoadReport", float], None]

@@ -38,7 +38,7 @@ from queueref.admission.shared_stats import SharedAdmissionStats, allocate_admis
 from queueref.admission.tracker import RequestTracker
 from queueref.validators import is_int_at_least, is_limit
 
-#: A protocol of a server group: a `Protocol` or any spelling `parse_protocol` accepts.
+#: A protocol of a server group: a `Protocol` or its name.
 ProtocolName = Protocol | str
 
 #: The start method of every server process (ADM-SRV-1).
@@ -48,7 +48,7 @@ START_METHOD: Final = "spawn"
 def controller_protocol(protocol: ProtocolName) -> Protocol:
     """The protocol each server's controller runs: locked and local run check-then-write.
 
-    >>> controller_protocol("locked").value, controller_protocol("reserve").value
+    >>> controller_protocol("locked").value, controller_protocol("write-then-check").value
     ('check-then-write', 'write-then-check')
     """
     if parse_protocol(protocol) is Protocol.WRITE_THEN_CHECK:

@@ -13,7 +13,7 @@ Steps (all written with the step functions of `queueref.admission.protocol`, the
 * check-then-write (vLLM): `start` a check of weight n (1 <= n <= W); `read` the next slot
   (`accumulate`); once every slot is read, `admit` (write the own slot) -- the decision is
   `admits_check_then_write(view, n, M)`; a `finish` lowers a slot by one, at any time.
-* write-then-check (queueref's reserve mode): `start` writes the reservation n into the own
+* write-then-check (queueref's addition): `start` writes the reservation n into the own
   slot first; `read` as above; then `keep` or `rollback` (`keeps_reservation(view, M)`);
   a `finish` ends one admitted request (never a reservation).
 
@@ -383,7 +383,7 @@ class CompactCheckThenWrite(Model):
 
 
 class WriteThenCheck(Model):
-    """OB-MODEL-1, OB-ONE-1: queueref's reserve mode: state = slots (reservations included)
+    """OB-MODEL-1, OB-ONE-1: queueref's write-then-check: state = slots (reservations included)
     + reader codes, deciding with `protocol.keeps_reservation`.
 
     A reader code is (n, k, v); once the decision is known (every slot read, or the view

@@ -68,13 +68,13 @@ moves or examines); whole-structure checks (conservation over every request,
 queue orders, the step against its list model) run only when
 `queueref.config.deep_checks()`.
 
-`WaitingQueues` is built from one module per job: `waiting_places` (the
+`WaitingQueues` is built from one module per job: `places` (the
 vocabulary: places, statuses, a step's log, the request shape check),
-`waiting_state` (the data and the bookkeeping every operation shares),
-`waiting_checks` (what the contracts ask), `waiting_step` (selection and the
-scheduling step), `waiting_stream` (streaming sessions) and `waiting_leave`
+`state` (the data and the bookkeeping every operation shares),
+`checks` (what the contracts ask), `step` (selection and the
+scheduling step), `stream` (streaming sessions) and `leave`
 (preempt, finish, abort). This module holds the invariants, construction and
-enqueue, and re-exports the public names of the others.
+enqueue; import the other names from the module that defines them.
 """
 
 from __future__ import annotations
@@ -84,12 +84,9 @@ from collections.abc import Iterable
 import icontract
 
 from queueref.preconditions import require
-from queueref.queues.factory import (
-    FCFSRequestQueue,
-    PriorityRequestQueue,
-    SchedulingPolicy,
-    create_request_queue,
-)
+from queueref.queues.factory import SchedulingPolicy, create_request_queue
+from queueref.queues.fcfs import FCFSRequestQueue
+from queueref.queues.priority import PriorityRequestQueue
 from queueref.request import BLOCKED_STATUSES, RequestStatus
 from queueref.waiting import model as waiting_model
 from queueref.waiting.checks import (
@@ -104,18 +101,12 @@ from queueref.waiting.checks import (
 from queueref.waiting.leave import Leaving
 from queueref.waiting.model import LAYOUT_V030, LAYOUT_V033, same
 from queueref.waiting.places import (
-    ALLOWED_STATUSES,
-    ALLOWED_STATUSES_V033,
-    IN_FINISHED,
     IN_KV_HOLDING,
-    IN_RUNNING,
     IN_SKIPPED,
     IN_WAITING,
     LAYOUTS,
     READY_STATUSES,
     LifecycleRequest,
-    StepDecision,
-    StepEntry,
     check_lifecycle_request,
     is_lifecycle_request,
 )
@@ -123,22 +114,7 @@ from queueref.waiting.state import place_of
 from queueref.waiting.step import SchedulingStep
 from queueref.waiting.stream import StreamingSessions
 
-__all__ = [
-    "ALLOWED_STATUSES",
-    "ALLOWED_STATUSES_V033",
-    "IN_FINISHED",
-    "IN_KV_HOLDING",
-    "IN_RUNNING",
-    "IN_SKIPPED",
-    "IN_WAITING",
-    "LAYOUTS",
-    "LAYOUT_V030",
-    "LAYOUT_V033",
-    "LifecycleRequest",
-    "StepDecision",
-    "StepEntry",
-    "WaitingQueues",
-]
+__all__ = ["WaitingQueues"]
 
 
 @icontract.invariant(

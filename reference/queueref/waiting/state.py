@@ -11,7 +11,8 @@ no public method and no contract of its own: `WaitingQueues` has them.
 
 from __future__ import annotations
 
-from queueref.queues.factory import RequestQueue, SchedulingPolicy
+from queueref.queues.base import RequestQueue
+from queueref.queues.factory import SchedulingPolicy
 from queueref.request import BLOCKED_STATUSES, RequestStatus
 from queueref.waiting.model import LAYOUT_V030, LAYOUT_V033
 from queueref.waiting.places import (

@@ -13,12 +13,9 @@ from collections.abc import Callable
 
 import icontract
 
-from queueref.queues.factory import (
-    FCFSRequestQueue,
-    RequestQueue,
-    SchedulingPolicy,
-    create_request_queue,
-)
+from queueref.queues.base import RequestQueue
+from queueref.queues.factory import SchedulingPolicy, create_request_queue
+from queueref.queues.fcfs import FCFSRequestQueue
 from queueref.request import RequestStatus, request_key
 from queueref.validators import is_limit
 from queueref.waiting import model as waiting_model

@@ -31,11 +31,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Final
 
-from queueref.oracle.trace_check import (
-    check_admission_trace,
-    in_flight_requests,
-    read_trace_folder,
-)
+from queueref.oracle.trace_check import check_admission_trace, in_flight_requests
 from queueref.runtime.faults.checks import (
     FaultClock,
     Snapshot,
@@ -47,9 +43,10 @@ from queueref.runtime.faults.checks import (
 from queueref.runtime.faults.parts import NetnsRedis, SentinelRedis, ServeNode
 from queueref.runtime.loadgen import LoadReport, run_builtin
 from queueref.runtime.nodes_plot import NodesSeries
+from queueref.runtime.store.redis_config import StoreConfig, StoreProtocol, allocate_node
 from queueref.runtime.store.redis_server import RedisServer
-from queueref.runtime.store.redis_store import StoreConfig, StoreProtocol, allocate_node
 from queueref.trace.events import AdmissionEvent
+from queueref.trace.files import read_trace_folder
 from queueref.verify.store_faults import explore_fault
 
 #: The faults of `make faults`, in the report's order.

@@ -86,7 +86,7 @@ class CompletionApp:
         jitter: float = 0.2,
         display: SharedAdmissionStats | None = None,
         global_view: SharedAdmissionStats | None = None,
-        mode: str = "shared",
+        mode: str = "check-then-write",
         seed: int | None = None,
         id_prefix: str | None = None,
         restarts: Callable[[], list[dict[str, int]]] | None = None,

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from queueref.admission.controller import TokenRuleName
-from queueref.admission.protocol import parse_protocol, spellings
+from queueref.admission.protocol import parse_protocol
 from queueref.oracle.trace_check import in_flight_requests
 from queueref.oracle.trace_preflight import held_reservations
 from queueref.runtime.http.metrics import REJECTION_REASONS
@@ -48,11 +48,9 @@ from queueref.runtime.http.store import NodeStore
 from queueref.runtime.http.wire import COMPLETION_PATHS
 from queueref.runtime.http.worker import (
     RESTART_REASONS,
-    SERVE_MODES,
     SERVE_PROTOCOLS,
     HttpConfig,
     ServeMode,
-    listening_socket,
     serve_process,
 )
 from queueref.runtime.servers import START_METHOD, ServerGroup, SlotReset
@@ -70,19 +68,12 @@ SUPERVISOR_LOG: Final = "supervisor.jsonl"
 STARTUP_GRACE: Final = 30.0
 
 __all__ = [
-    "RESTART_REASONS",
-    "SERVE_MODES",
-    "SERVE_PROTOCOLS",
     "SUPERVISOR_LOG",
     "TOKEN_RULES",
-    "HttpConfig",
     "HttpServers",
     "Restart",
-    "ServeMode",
     "ServeResult",
-    "listening_socket",
     "prepare_trace_folder",
-    "serve_process",
 ]
 
 
@@ -194,7 +185,7 @@ class HttpServers:
             raise ValueError(f"--token-rule must be one of {TOKEN_RULES}, got {token_rule!r}")
         if prefill_ms is not None and not 0 <= prefill_ms < float("inf"):
             raise ValueError(f"--prefill-ms must be finite and >= 0, got {prefill_ms!r}")
-        if mode not in spellings(SERVE_PROTOCOLS):
+        if mode not in SERVE_PROTOCOLS:
             raise ValueError(
                 f"--admission must be one of {', '.join(p.value for p in SERVE_PROTOCOLS)}, "
                 f"got {mode!r}"

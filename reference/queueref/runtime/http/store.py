@@ -20,15 +20,14 @@ from dataclasses import dataclass
 from queueref.admission.protocol import TokenRule
 from queueref.admission.tracker import child_request_ids
 from queueref.errors import MaxQueuedTokensError, QueueOverflowError
-from queueref.runtime.store.redis_store import (
-    RedisAdmissionStore,
+from queueref.runtime.store.redis_config import (
     StoreConfig,
-    StoreDecision,
-    StoreError,
     StoreFailurePolicy,
     StoreProtocol,
     redact_url,
 )
+from queueref.runtime.store.redis_scripts import StoreError
+from queueref.runtime.store.redis_store import RedisAdmissionStore, StoreDecision
 from queueref.trace.events import AdmissionEvent, EventKind
 
 Recorder = Callable[[AdmissionEvent], None]

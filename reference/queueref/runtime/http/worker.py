@@ -35,8 +35,8 @@ from queueref.runtime.servers import ServerSpec
 from queueref.trace.events import AdmissionEvent
 from queueref.trace.files import trace_file
 
-#: A protocol `serve` offers: a `Protocol`, its name, or a deprecated alias.
-ServeMode = Protocol | Literal["local", "check-then-write", "write-then-check", "shared", "reserve"]
+#: A protocol `serve` offers: a `Protocol` or its name.
+ServeMode = Protocol | Literal["local", "check-then-write", "write-then-check"]
 
 #: The admission protocols `serve` offers (E2E-SRV-1), by their names.
 SERVE_PROTOCOLS: Final[tuple[Protocol, ...]] = (
@@ -44,9 +44,6 @@ SERVE_PROTOCOLS: Final[tuple[Protocol, ...]] = (
     Protocol.CHECK_THEN_WRITE,
     Protocol.WRITE_THEN_CHECK,
 )
-
-#: The same protocols by their old spellings, the defaults of the Python API (deprecated).
-SERVE_MODES: Final[tuple[ServeMode, ...]] = ("local", "shared", "reserve")
 
 
 #: Why the parent restarts a server (E2E-SRV-7): the order of the restart counters.

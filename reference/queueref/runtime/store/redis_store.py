@@ -43,7 +43,6 @@ from queueref.runtime.store.redis_config import (
     StoreConfig,
     StoreFailurePolicy,
     StoreProtocol,
-    allocate_node,
     redact_url,
 )
 from queueref.runtime.store.redis_connect import async_client
@@ -58,22 +57,7 @@ from queueref.runtime.store.redis_scripts import (
 )
 from queueref.validators import is_int_at_least
 
-# Re-exported: the configuration moved to `redis_config`, the key layout and its
-# validation to `redis_scripts` (issue 25).
-__all__ = [
-    "MAX_COUNT",
-    "RedisAdmissionStore",
-    "StoreConfig",
-    "StoreCorruptError",
-    "StoreDecision",
-    "StoreError",
-    "StoreFailurePolicy",
-    "StoreProtocol",
-    "StoreUnavailableError",
-    "allocate_node",
-    "parse_count",
-    "redact_url",
-]
+__all__ = ["RedisAdmissionStore", "StoreDecision", "StoreUnavailableError"]
 
 
 class StoreUnavailableError(AdmissionRejected):
