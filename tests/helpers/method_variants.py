@@ -1,4 +1,17 @@
-"""Broken methods of a contracted class, each made from the real method by one named change.
+"""Broken variants of a class, each made from the real source by named changes.
+
+The one way a test gets a broken variant of a class (a queue, the waiting lifecycle, a
+tracker, someone else's queue written for a test): never by hand, always derived.
+
+`broken_class(owner, "Name", Change(...), ...)` is a subclass of `owner` named `Name`
+whose methods named by the changes are the originals' source (without decorators) with
+the changes applied, compiled in the original's module namespace under the file name
+`<Name.method>`. Being a subclass is the point: the checks that bind every subclass wrap
+the broken method as they wrap the real one -- `RequestQueue.__init_subclass__` puts its
+contract wrapper around each queue method, icontract's `DBC` inherits the conditions --
+so a test shows that those checks catch the bug the change plants. (Monkeypatching a
+method onto an existing queue class would bypass the queue's wrapper.) `super()` in a
+rebuilt method means what it meant in the original.
 
 `method_variant(owner, name, change)` reads the source of `owner.<name>` with its
 decorators (its icontract conditions), applies `change` (`Change` of
@@ -19,17 +32,100 @@ variants are about the method's own conditions.
 from __future__ import annotations
 import __future__
 
+import ast
 import inspect
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "proofs"))
 from mutations import Change, ChangeDoesNotApply  # noqa: E402
 
-__all__ = ["Change", "ChangeDoesNotApply", "decorated_source", "method_variant"]
+__all__ = [
+    "VARIANT_CHANGES",
+    "Change",
+    "ChangeDoesNotApply",
+    "broken_class",
+    "changed_sources",
+    "decorated_source",
+    "method_source",
+    "method_variant",
+]
+
+#: Every variant `broken_class` built: the changes it was built with.
+VARIANT_CHANGES: dict[type, tuple[Change, ...]] = {}
+
+
+def _defining_class(owner: type, name: str) -> type:
+    """The class of `owner`'s MRO whose own namespace defines `name`."""
+    return next(cls for cls in owner.__mro__ if name in vars(cls))
+
+
+def method_source(owner: type, name: str) -> str:
+    """The source of `owner.<name>` (its wrappers undone), without its decorators, dedented."""
+    function = inspect.unwrap(getattr(owner, name))
+    source = textwrap.dedent(inspect.getsource(function))
+    node = ast.parse(source).body[0]
+    assert isinstance(node, ast.FunctionDef) and node.name == name, (owner, name)
+    return "".join(source.splitlines(keepends=True)[node.lineno - 1 :])
+
+
+def changed_sources(owner: type, variant: str, changes: tuple[Change, ...]) -> dict[str, str]:
+    """Method name -> its source with every change of `variant` applied (each exactly once)."""
+    sources: dict[str, str] = {}
+    for change in changes:
+        source = sources.get(change.function) or method_source(owner, change.function)
+        count = source.count(change.old)
+        if count != 1:
+            raise ChangeDoesNotApply(
+                f"{variant}: {change.function}: {change.bug!r}: {change.old!r} found {count} times"
+            )
+        sources[change.function] = source.replace(change.old, change.new)
+    return sources
+
+
+def _compiled_method(
+    owner: type, variant: str, method: str, source: str, uses: Mapping[str, Any]
+) -> Any:
+    """`source` (a `def`) compiled as the original `owner.<method>` was: in its module's
+    namespace (and `uses`), with `__class__` (what `super()` reads) the class that defines
+    the original."""
+    original = inspect.unwrap(getattr(owner, method))
+    scope = {**original.__globals__, **uses}  # the names the original's module sees
+    # A closure over `__class__`, as a class body gives a method that calls `super()`.
+    body = "".join("    " + line if line.strip() else line for line in source.splitlines(True))
+    text = f"def _make(__class__):\n{body}\n    return {method}\n"
+    code = compile(
+        text,
+        f"<{variant}.{method}>",
+        "exec",
+        flags=__future__.annotations.compiler_flag,
+        dont_inherit=True,
+    )
+    exec(code, scope)
+    function = scope["_make"](_defining_class(owner, method))
+    function.__qualname__ = f"{variant}.{method}"
+    return function
+
+
+def broken_class(
+    owner: type, name: str, *changes: Change, uses: Mapping[str, Any] | None = None
+) -> type:
+    """A subclass of `owner` named `name` whose methods named by `changes` have them applied
+    (see the module doc); its docstring names the bugs. `uses`: names a change's new text
+    needs that the original's module does not have (a request type, say)."""
+    assert changes, name
+    namespace: dict[str, Any] = {
+        "__doc__": "BROKEN: " + "; ".join(change.bug for change in changes) + ".",
+        "__module__": owner.__module__,
+    }
+    for method, source in changed_sources(owner, name, changes).items():
+        namespace[method] = _compiled_method(owner, name, method, source, uses or {})
+    variant = type(owner)(name, (owner,), namespace)
+    VARIANT_CHANGES[variant] = changes
+    return variant
 
 
 def decorated_source(owner: type, name: str) -> str:
