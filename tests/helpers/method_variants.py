@@ -116,16 +116,20 @@ def broken_class(
     *changes: Change,
     uses: Mapping[str, Any] | None = None,
     label: str = "BROKEN",
+    module: str | None = None,
 ) -> type:
     """A subclass of `owner` named `name` whose methods named by `changes` have them applied
     (see the module doc); its docstring names the bugs. `uses`: names a change's new text
     needs that the original's module does not have (a request type, say). `label`: the
     docstring's first word ("VARIANT" for a change that is no bug, which a test shows
-    raises no false alarm)."""
+    raises no false alarm). `module`: the variant's `__module__` (by default the caller's)."""
     assert changes, name
     namespace: dict[str, Any] = {
         "__doc__": f"{label}: " + "; ".join(change.bug for change in changes) + ".",
-        "__module__": owner.__module__,
+        # The module that builds it, as for a class written there: the oracle's failing
+        # programs import a queue by its module and name.
+        "__module__": module or sys._getframe(1).f_globals["__name__"],
+        "__qualname__": name,
     }
     for method, source in changed_sources(owner, name, changes).items():
         namespace[method] = _compiled_method(owner, name, method, source, uses or {})

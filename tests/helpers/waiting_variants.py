@@ -76,7 +76,9 @@ CHANGES: dict[str, tuple[Change, ...]] = {}
 def broken_variant(name: str, *changes: Change) -> type[WaitingQueues]:
     """A subclass of `WaitingQueues` whose methods named by `changes` have them applied
     (`method_variants.broken_class`)."""
-    variant: type[WaitingQueues] = method_variants.broken_class(WaitingQueues, name, *changes)
+    variant: type[WaitingQueues] = method_variants.broken_class(
+        WaitingQueues, name, *changes, module=__name__
+    )
     CHANGES[name] = changes
     return variant
 
