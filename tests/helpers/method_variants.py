@@ -4,14 +4,23 @@ The one way a test gets a broken variant of a class (a queue, the waiting lifecy
 tracker, someone else's queue written for a test): never by hand, always derived.
 
 `broken_class(owner, "Name", Change(...), ...)` is a subclass of `owner` named `Name`
-whose methods named by the changes are the originals' source (without decorators) with
-the changes applied, compiled in the original's module namespace under the file name
-`<Name.method>`. Being a subclass is the point: the checks that bind every subclass wrap
-the broken method as they wrap the real one -- `RequestQueue.__init_subclass__` puts its
-contract wrapper around each queue method, icontract's `DBC` inherits the conditions --
-so a test shows that those checks catch the bug the change plants. (Monkeypatching a
-method onto an existing queue class would bypass the queue's wrapper.) `super()` in a
-rebuilt method means what it meant in the original.
+whose methods named by the changes are the originals' source with the changes applied,
+compiled in the original's module namespace at the original's lines. Being a subclass
+is the point: the checks that bind every subclass wrap the broken method as they wrap
+the real one, so a test shows that those checks catch the bug the change plants.
+
+* An icontract `DBC` class (the queues, the waiting lifecycle) gives an overriding
+  method the contracts of the method it overrides, and `RequestQueue.__init_subclass__`
+  puts its contract wrapper around each queue method: the method is rebuilt without
+  its decorators, under the file name `<Name.method>`. (Monkeypatching a method onto an
+  existing queue class would bypass the queue's wrapper.) A decorator that is not a
+  contract (a queue's `_checked_init`) is not re-applied.
+* Any other class (the tracker, the counters, the controller) carries its contracts as
+  decorators: the method is rebuilt with them, under the module's own file name, where
+  icontract reads a condition's text.
+
+`super()` in a rebuilt method means what it meant in the original; a name the new text
+needs that the original's module lacks is passed in `uses`.
 
 `method_variant(owner, name, change)` reads the source of `owner.<name>` with its
 decorators (its icontract conditions), applies `change` (`Change` of
@@ -40,6 +49,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import icontract
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "proofs"))
 from mutations import Change, ChangeDoesNotApply  # noqa: E402
 
@@ -63,20 +74,32 @@ def _defining_class(owner: type, name: str) -> type:
     return next(cls for cls in owner.__mro__ if name in vars(cls))
 
 
-def method_source(owner: type, name: str) -> str:
-    """The source of `owner.<name>` (its wrappers undone), without its decorators, dedented."""
+def _source_lines(owner: type, name: str, decorators: bool) -> tuple[str, int]:
+    """The source of `owner.<name>` (its wrappers undone), dedented, with or without its
+    decorators, and the line of the module where that source starts."""
     function = inspect.unwrap(getattr(owner, name))
     source = textwrap.dedent(inspect.getsource(function))
     node = ast.parse(source).body[0]
-    assert isinstance(node, ast.FunctionDef) and node.name == name, (owner, name)
-    return "".join(source.splitlines(keepends=True)[node.lineno - 1 :])
+    assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef), (owner, name)
+    assert node.name == name, (owner, name)
+    first = node.lineno - 1 if not decorators else 0  # line offset of the `def` or decorator
+    lines = source.splitlines(keepends=True)
+    return "".join(lines[first:]), function.__code__.co_firstlineno + first
 
 
-def changed_sources(owner: type, variant: str, changes: tuple[Change, ...]) -> dict[str, str]:
+def method_source(owner: type, name: str, decorators: bool = False) -> str:
+    """The source of `owner.<name>` (its wrappers undone), dedented, without its decorators
+    unless `decorators`."""
+    return _source_lines(owner, name, decorators)[0]
+
+
+def changed_sources(
+    owner: type, variant: str, changes: tuple[Change, ...], decorators: bool = False
+) -> dict[str, str]:
     """Method name -> its source with every change of `variant` applied (each exactly once)."""
     sources: dict[str, str] = {}
     for change in changes:
-        source = sources.get(change.function) or method_source(owner, change.function)
+        source = sources.get(change.function) or method_source(owner, change.function, decorators)
         count = source.count(change.old)
         if count != 1:
             raise ChangeDoesNotApply(
@@ -87,19 +110,23 @@ def changed_sources(owner: type, variant: str, changes: tuple[Change, ...]) -> d
 
 
 def _compiled_method(
-    owner: type, variant: str, method: str, source: str, uses: Mapping[str, Any]
+    owner: type, variant: str, method: str, source: str, uses: Mapping[str, Any], decorators: bool
 ) -> Any:
     """`source` (a `def`) compiled as the original `owner.<method>` was: in its module's
-    namespace (and `uses`), with `__class__` (what `super()` reads) the class that defines
-    the original."""
+    namespace (and `uses`), at its lines, with `__class__` (what `super()` reads) the class
+    that defines the original. With its `decorators`, under the module's file name (icontract
+    reads a condition's text from there), else under `<variant.method>`."""
     original = inspect.unwrap(getattr(owner, method))
     scope = {**original.__globals__, **uses}  # the names the original's module sees
-    # A closure over `__class__`, as a class body gives a method that calls `super()`.
+    first = _source_lines(owner, method, decorators)[1]
+    # A closure over `__class__`, as a class body gives a method that calls `super()`; the
+    # blank lines put each line of the method where it is in the module.
     body = "".join("    " + line if line.strip() else line for line in source.splitlines(True))
-    text = f"def _make(__class__):\n{body}\n    return {method}\n"
+    text = "\n" * (first - 2) + f"def _make(__class__):\n{body}\n    return {method}\n"
+    filename = inspect.getsourcefile(original) if decorators else None
     code = compile(
         text,
-        f"<{variant}.{method}>",
+        filename or f"<{variant}.{method}>",
         "exec",
         flags=__future__.annotations.compiler_flag,
         dont_inherit=True,
@@ -131,8 +158,12 @@ def broken_class(
         "__module__": module or sys._getframe(1).f_globals["__name__"],
         "__qualname__": name,
     }
-    for method, source in changed_sources(owner, name, changes).items():
-        namespace[method] = _compiled_method(owner, name, method, source, uses or {})
+    # icontract's DBC classes (the queues, the waiting lifecycle) give an overriding method
+    # the contracts of the one it overrides; other classes' contracts are decorators, so
+    # the variant's method is compiled with its original's decorators.
+    decorators = not isinstance(owner, icontract.DBCMeta)
+    for method, source in changed_sources(owner, name, changes, decorators).items():
+        namespace[method] = _compiled_method(owner, name, method, source, uses or {}, decorators)
     variant = type(owner)(name, (owner,), namespace)
     VARIANT_CHANGES[variant] = changes
     return variant
