@@ -21,6 +21,9 @@ The changes apply to the method's source without its decorators and dedented
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import method_variants
 from method_variants import Change, ChangeDoesNotApply
 
@@ -73,11 +76,13 @@ def changed_source(variant: str, changes: tuple[Change, ...]) -> dict[str, str]:
 CHANGES: dict[str, tuple[Change, ...]] = {}
 
 
-def broken_variant(name: str, *changes: Change) -> type[WaitingQueues]:
+def broken_variant(
+    name: str, *changes: Change, uses: Mapping[str, Any] | None = None
+) -> type[WaitingQueues]:
     """A subclass of `WaitingQueues` whose methods named by `changes` have them applied
-    (`method_variants.broken_class`)."""
+    (`method_variants.broken_class`; `uses`: names the new text needs)."""
     variant: type[WaitingQueues] = method_variants.broken_class(
-        WaitingQueues, name, *changes, module=__name__
+        WaitingQueues, name, *changes, uses=uses, module=__name__
     )
     CHANGES[name] = changes
     return variant
