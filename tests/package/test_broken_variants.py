@@ -23,6 +23,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import icontract
+import pytest
+from method_variants import VARIANT_CHANGES, Change, ChangeDoesNotApply, broken_class
+
+from queueref import FCFSRequestQueue, Request
+
 TESTS = Path(__file__).resolve().parents[1]
 
 #: path (under tests/) :: class -> why it stays hand-written.
@@ -254,3 +260,54 @@ def test_a_planted_hand_written_variant_is_found(tmp_path: Path) -> None:
         "test_planted.py::PopsTwice": ["pop_request"],
         "test_planted.py::LazyTracker": ["_refresh"],
     }
+
+
+# --- broken_class itself -----------------------------------------------------------------
+
+
+class _Base:
+    def greet(self) -> str:
+        return "base"
+
+
+class _Child(_Base):
+    def greet(self) -> str:
+        return "child of " + super().greet()
+
+
+def test_a_queue_variant_is_checked_by_the_queue_contracts() -> None:
+    """RQ-COST-2: the variant is a subclass, so `RequestQueue.__init_subclass__` wraps its
+    rebuilt method, and the contracts catch the change: a pop from the back breaks RQ-ALL-4
+    ("pop returns what peek returned")."""
+    back_pop = broken_class(
+        FCFSRequestQueue,
+        "BackPopForTheRule",
+        Change("pop_request", "pops the back", "self._items.popleft()", "self._items.pop()"),
+    )
+    assert getattr(vars(back_pop)["pop_request"], "_queue_contracts", False)
+    assert back_pop.__doc__ == "BROKEN: pops the back."
+    assert VARIANT_CHANGES[back_pop][0].bug == "pops the back"
+    queue = back_pop([Request("a"), Request("b"), Request("c")])
+    with pytest.raises(icontract.ViolationError, match="RQ-ALL-4: pop returns what peek returned"):
+        queue.pop_request()
+
+
+def test_a_change_that_does_not_apply_fails_naming_it() -> None:
+    """Drift is loud: a change whose text is gone, or found twice, raises naming the variant,
+    the method and the bug."""
+    gone = Change("pop_request", "pops nothing", "self._items.popright()", "None")
+    with pytest.raises(ChangeDoesNotApply, match="Drifted: pop_request: 'pops nothing': .* 0"):
+        broken_class(FCFSRequestQueue, "Drifted", gone)
+    twice = Change("add_request", "ambiguous", "request_id", "rid")
+    with pytest.raises(ChangeDoesNotApply, match="Twice: add_request: 'ambiguous': .* [2-9]"):
+        broken_class(FCFSRequestQueue, "Twice", twice)
+
+
+def test_super_in_a_rebuilt_method_means_what_it_meant() -> None:
+    """The rebuilt method's `super()` reaches past the class that defines the original, as the
+    original's does (not back into that class)."""
+    variant = broken_class(
+        _Child, "Renamed", Change("greet", "renamed", '"child of "', '"kin of "')
+    )
+    assert variant().greet() == "kin of base"
+    assert _Child().greet() == "child of base"
