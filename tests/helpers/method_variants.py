@@ -20,7 +20,9 @@ the real one, so a test shows that those checks catch the bug the change plants.
   icontract reads a condition's text.
 
 `super()` in a rebuilt method means what it meant in the original; a name the new text
-needs that the original's module lacks is passed in `uses`.
+needs that the original's module lacks is passed in `uses`. The method sees a copy of its
+module's namespace taken when the variant is built (a later monkeypatch of the module
+does not reach it).
 
 `method_variant(owner, name, change)` reads the source of `owner.<name>` with its
 decorators (its icontract conditions), applies `change` (`Change` of
