@@ -87,6 +87,8 @@ class _Resolver:
         self.modules = _modules(root)
 
     def base(self, path: Path, tree: ast.Module, expr: ast.expr) -> type | _TestClass | None:
+        if isinstance(expr, ast.Attribute):  # `queueref.FCFSRequestQueue`, `fcfs.FCFS...`
+            return self._dotted(tree, expr)
         if not isinstance(expr, ast.Name):
             return None
         name = expr.id
@@ -98,6 +100,28 @@ class _Resolver:
                 for alias in node.names:
                     if (alias.asname or alias.name) == name:
                         return self._imported(node.module, alias.name)
+        return None
+
+    def _dotted(self, tree: ast.Module, expr: ast.Attribute) -> type | None:
+        """A base written `module.Class`, its module imported by `import` or `from`."""
+        parts: list[str] = []
+        root: ast.expr = expr
+        while isinstance(root, ast.Attribute):
+            parts.insert(0, root.attr)
+            root = root.value
+        if not isinstance(root, ast.Name):
+            return None
+        for node in ast.walk(tree):
+            for alias in getattr(node, "names", ()) if isinstance(node, ast.Import) else ():
+                bound = alias.asname or alias.name.split(".")[0]
+                if bound == root.id:
+                    prefix = alias.name if alias.asname else root.id
+                    return _queueref_class(".".join([prefix, *parts[:-1]]), parts[-1])
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    if (alias.asname or alias.name) == root.id:
+                        module = ".".join([node.module, alias.name, *parts[:-1]])
+                        return _queueref_class(module, parts[-1])
         return None
 
     def _imported(self, module: str, name: str) -> type | _TestClass | None:
@@ -217,7 +241,10 @@ PLANTED_TESTS = """
 from method_variants import Change, broken_class
 from planted_helper import FromScratch
 
+import queueref
+import queueref.queues.priority as priority
 from queueref import FCFSRequestQueue as Queue
+from queueref.admission import tracker
 from queueref.admission.tracker import RequestTracker
 
 
@@ -230,6 +257,21 @@ class PopsTwice(FromScratch):
     def pop_request(self):
         self.items.pop(0)
         return self.items.pop(0)
+
+
+class PeeksTheBack(queueref.FCFSRequestQueue):
+    def peek_request(self):
+        return self._items[-1]
+
+
+class SlowPriority(priority.PriorityRequestQueue):
+    def add_request(self, request):
+        pass
+
+
+class SkipsTheSlot(tracker.RequestTracker):
+    def _refresh(self):
+        pass
 
 
 class CountsAdds(FromScratch):
@@ -248,10 +290,11 @@ Derived = broken_class(Queue, "Derived", Change("pop_request", "x", "popleft()",
 
 
 def test_a_planted_hand_written_variant_is_found(tmp_path: Path) -> None:
-    """The check has teeth: a hand-written broken queue (imported under another name), a
-    broken subclass of someone else's queue defined in another file, and one defined
-    inside a test function are found with the methods they override; the foreign queue
-    itself, a subclass that only adds a method, and a derived variant are not."""
+    """The check has teeth: hand-written broken queues and trackers (imported under another
+    name, or named through their module), a broken subclass of someone else's queue
+    defined in another file, and one defined inside a test function are found with the
+    methods they override; the foreign queue itself, a subclass that only adds a method,
+    and a derived variant are not."""
     (tmp_path / "helpers").mkdir()
     (tmp_path / "helpers" / "planted_helper.py").write_text(PLANTED_HELPER)
     (tmp_path / "test_planted.py").write_text(PLANTED_TESTS)
@@ -259,6 +302,9 @@ def test_a_planted_hand_written_variant_is_found(tmp_path: Path) -> None:
         "test_planted.py::BackPop": ["pop_request"],
         "test_planted.py::PopsTwice": ["pop_request"],
         "test_planted.py::LazyTracker": ["_refresh"],
+        "test_planted.py::PeeksTheBack": ["peek_request"],
+        "test_planted.py::SlowPriority": ["add_request"],
+        "test_planted.py::SkipsTheSlot": ["_refresh"],
     }
 
 
