@@ -10,6 +10,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from method_variants import Change, broken_class
 
 from queueref import (
     AdmissionController,
@@ -31,15 +32,19 @@ def front(limit: int | None, mode: str = "check-then-write", **kwargs: Any) -> A
     return APIServer(AdmissionController(limit, mode=mode), submit=engine_step, **kwargs)  # type: ignore[arg-type]
 
 
-class AwaitingFront(APIServer):
-    """Deliberately broken: yields to the event loop between the check and the registration."""
-
-    async def add_request(
-        self, request_id: str, n: int = 1, num_prompt_tokens: int = 1
-    ) -> list[str]:
-        self.controller.check_admission(n)
-        await asyncio.sleep(0)  # the bug: another coroutine's check runs here
-        return self.tracker.add(request_id, n, num_prompt_tokens)
+AwaitingFront = broken_class(
+    APIServer,
+    "AwaitingFront",
+    Change(
+        "add_request",
+        "yields to the event loop between the check and the registration",
+        "ids = self.admit(request_id, n, num_prompt_tokens)",
+        "self.controller.check_admission(n)\n"
+        "    await asyncio.sleep(0)  # the bug: another coroutine's check runs here\n"
+        "    ids = self.tracker.add(request_id, n, num_prompt_tokens)",
+    ),
+    uses={"asyncio": asyncio},
+)
 
 
 async def gather_two(server: APIServer, first_n: int, second_n: int) -> list[Any]:

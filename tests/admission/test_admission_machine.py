@@ -41,6 +41,7 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from method_variants import Change, broken_class
 
 from queueref import (
     AdmissionController,
@@ -437,24 +438,34 @@ class StalePrefillAdmission(CrossProcessAdmission):
     tracker_factory = StalePrefillTracker
 
 
-class OwnTokensController(AdmissionController):
-    """Deliberately broken: the token pass reads counter 1 of the own slot only."""
+OwnSlotTokenCheck = broken_class(
+    AdmissionCheck,
+    "OwnSlotTokenCheck",
+    Change(
+        "_read_tokens",
+        "the shared token pass reads counter 1 of the own slot only",
+        "self._stats.read_tokens_slot(self._token_state.next_slot)",
+        "self._stats.read_tokens_slot(self._stats.client_index)",
+    ),
+)
 
-    def start_check(self, n: int = 1, num_prompt_tokens: int = 1) -> AdmissionCheck:
-        check = super().start_check(n, num_prompt_tokens)
-        if check.num_token_slots > 1:
-            check.__class__ = OwnSlotTokenCheck
-            check._num_token_slots = 1
-        return check
-
-
-class OwnSlotTokenCheck(AdmissionCheck):
-    __slots__ = ()
-
-    def _read_tokens(self) -> int:
-        stats = self._controller.shared_stats
-        assert stats is not None
-        return stats.read_tokens_slot(stats.client_index)
+OwnTokensController = broken_class(
+    AdmissionController,
+    "OwnTokensController",
+    Change(
+        "start_check",
+        "the shared token pass reads one slot",
+        "num_token_slots = self._shared_stats.client_count",
+        "num_token_slots = 1",
+    ),
+    Change(
+        "start_check",
+        "the own one (OwnSlotTokenCheck)",
+        "return AdmissionCheck(",
+        "return OwnSlotTokenCheck(",
+    ),
+    uses={"OwnSlotTokenCheck": OwnSlotTokenCheck},
+)
 
 
 class ArrivalsOnly(CrossProcessAdmission):

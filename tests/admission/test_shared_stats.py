@@ -12,6 +12,7 @@ import ctypes
 
 import icontract
 import pytest
+from method_variants import Change, broken_class
 
 from queueref import config
 from queueref.admission.shared_stats import SharedAdmissionStats
@@ -62,11 +63,16 @@ def test_the_one_pass_sums_agree_with_the_slots() -> None:
     assert [stats.read_tokens_slot(i) for i in range(3)] == TOKENS
 
 
-class SumsTheOtherCounter(SharedAdmissionStats):
-    """Broken: each sum reads the other counter of every slot."""
-
-    def _sum_counter(self, counter: int) -> int:
-        return super()._sum_counter(self.QUEUED_TOKENS - counter)
+SumsTheOtherCounter = broken_class(
+    SharedAdmissionStats,
+    "SumsTheOtherCounter",
+    Change(
+        "_sum_counter",
+        "each sum reads the other counter of every slot",
+        "requests = counter == self.REQUEST_COUNT",
+        "counter = self.QUEUED_TOKENS - counter\n    requests = counter == self.REQUEST_COUNT",
+    ),
+)
 
 
 @pytest.mark.contracts
@@ -93,11 +99,11 @@ def test_token_sum_contract_catches_a_loop_that_drops_the_values(
         stats.get_num_queued_tokens()
 
 
-class ReadsMinusOne(SharedAdmissionStats):
-    """Broken: a slot read that lets a negative value through."""
-
-    def _read(self, client_index: int, counter: int) -> int:
-        return -1
+ReadsMinusOne = broken_class(
+    SharedAdmissionStats,
+    "ReadsMinusOne",
+    Change("_read", "a slot read that lets a negative value through", "return value", "return -1"),
+)
 
 
 @pytest.mark.contracts

@@ -9,6 +9,7 @@ from typing import Any
 
 import icontract
 import pytest
+from method_variants import Change, broken_class
 
 import queueref.config
 from queueref import RequestTracker, SharedAdmissionStats
@@ -208,9 +209,11 @@ def test_release_more_than_held_is_refused(n: int) -> None:
 def test_adm_trk_5_a_tracker_that_skips_the_refresh_is_caught() -> None:
     """ADM-TRK-5 has teeth: a tracker that skips the refresh is caught by a postcondition."""
 
-    class LazyTracker(RequestTracker):
-        def _refresh(self) -> None:  # deliberately broken: never writes the slot
-            pass
+    LazyTracker = broken_class(
+        RequestTracker,
+        "LazyTracker",
+        Change("_refresh", "never writes the slot", "if self._stats is not None:", "if False:"),
+    )
 
     tracker = LazyTracker(SharedAdmissionStats([0] * 16, 2, 0))
     with pytest.raises(icontract.ViolationError, match="ADM-TRK-5"):

@@ -1,6 +1,7 @@
 """Broken `WaitingQueues`, each made from the real method by one named change.
 
-A broken variant is never written by hand: `broken_variant` reads the source of
+A broken variant is never written by hand: `broken_variant` (the lifecycle's
+name for `method_variants.broken_class(WaitingQueues, ...)`) reads the source of
 the method its change names (as `WaitingQueues` has it, whichever module of the
 lifecycle defines it), applies the change (`Change` of `proofs/mutations.py`:
 one exact piece of text replaced by another, which must match exactly once in
@@ -19,19 +20,14 @@ The changes apply to the method's source without its decorators and dedented
 """
 
 from __future__ import annotations
-import __future__
 
-import ast
-import inspect
-import sys
-import textwrap
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
-from queueref import WaitingQueues
+import method_variants
+from method_variants import Change, ChangeDoesNotApply
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "proofs"))
-from mutations import Change, ChangeDoesNotApply  # noqa: E402
+from queueref import WaitingQueues
 
 __all__ = [
     "CHANGES",
@@ -68,51 +64,28 @@ __all__ = [
 def method_source(name: str) -> str:
     """The source of `WaitingQueues.<name>` (its contracts' wrappers undone), without
     its decorators, dedented."""
-    function = inspect.unwrap(getattr(WaitingQueues, name))
-    source = textwrap.dedent(inspect.getsource(function))
-    node = ast.parse(source).body[0]
-    assert isinstance(node, ast.FunctionDef) and node.name == name, name
-    return "".join(source.splitlines(keepends=True)[node.lineno - 1 :])
+    return method_variants.method_source(WaitingQueues, name)
 
 
 def changed_source(variant: str, changes: tuple[Change, ...]) -> dict[str, str]:
     """Method name -> its source with every change of `variant` applied (each exactly once)."""
-    sources: dict[str, str] = {}
-    for change in changes:
-        source = sources.get(change.function) or method_source(change.function)
-        count = source.count(change.old)
-        if count != 1:
-            raise ChangeDoesNotApply(
-                f"{variant}: {change.function}: {change.bug!r}: {change.old!r} found {count} times"
-            )
-        sources[change.function] = source.replace(change.old, change.new)
-    return sources
+    return method_variants.changed_sources(WaitingQueues, variant, changes)
 
 
 #: Every variant built, by name: the changes it was built with.
 CHANGES: dict[str, tuple[Change, ...]] = {}
 
 
-def broken_variant(name: str, *changes: Change) -> type[WaitingQueues]:
-    """A subclass of `WaitingQueues` whose methods named by `changes` have them applied."""
-    namespace: dict[str, Any] = {
-        "__doc__": "BROKEN: " + "; ".join(change.bug for change in changes) + ".",
-        "__module__": __name__,
-    }
-    for method, source in changed_source(name, changes).items():
-        original = inspect.unwrap(getattr(WaitingQueues, method))
-        scope = dict(original.__globals__)  # the names the original's module sees
-        code = compile(
-            source,
-            f"<{name}.{method}>",
-            "exec",
-            flags=__future__.annotations.compiler_flag,
-            dont_inherit=True,
-        )
-        exec(code, scope)
-        namespace[method] = scope[method]
+def broken_variant(
+    name: str, *changes: Change, uses: Mapping[str, Any] | None = None
+) -> type[WaitingQueues]:
+    """A subclass of `WaitingQueues` whose methods named by `changes` have them applied
+    (`method_variants.broken_class`; `uses`: names the new text needs)."""
+    variant: type[WaitingQueues] = method_variants.broken_class(
+        WaitingQueues, name, *changes, uses=uses, module=__name__
+    )
     CHANGES[name] = changes
-    return type(name, (WaitingQueues,), namespace)
+    return variant
 
 
 ForgetsToPark = broken_variant(

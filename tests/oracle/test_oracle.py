@@ -18,10 +18,12 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import hypothesis
 import pytest
+from method_variants import VARIANT_CHANGES, Change, broken_class
 
 from queueref import FCFSRequestQueue, PriorityRequestQueue, Request, RequestQueue
 from queueref.oracle import ConformanceError, check_queue_laws, check_request_queue
@@ -170,103 +172,162 @@ class DuckFCFS:
 # --- the seeded bugs of the oracle issue ---------------------------------------
 
 
-class NoReversal(PlainFCFS):
-    """prepend_requests without the reversal."""
-
-    def prepend_requests(self, requests: RequestQueue) -> None:
-        self._items = deque([*requests, *self._items])
-
-
-class RemoveRequestsRaises(PlainFCFS):
-    """remove_requests raising on an absent member."""
-
-    def remove_requests(self, requests: Iterable[Any]) -> None:
-        for request in requests:
-            self._items.remove(request)
+NoReversal = broken_class(
+    PlainFCFS,
+    "NoReversal",
+    Change(
+        "prepend_requests",
+        "prepend_requests without the reversal",
+        "self._items.extendleft(requests)",
+        "self._items = deque([*requests, *self._items])",
+    ),
+)
 
 
-class PopFromBack(PlainFCFS):
-    """FCFS pop from the back."""
-
-    def pop_request(self) -> Any:
-        return self._items.pop()
-
-
-class LaterArrivalFirst(PlainPriority):
-    """Priority ties broken by later arrival first."""
-
-    def key(self, request: Any) -> Any:
-        return (request.priority, -request.arrival_time, request.request_id)
+RemoveRequestsRaises = broken_class(
+    PlainFCFS,
+    "RemoveRequestsRaises",
+    Change(
+        "remove_requests",
+        "remove_requests raising on an absent member",
+        "gone = set(requests)\n    self._items = deque(r for r in self._items if r not in gone)",
+        "for request in requests:\n        self._items.remove(request)",
+    ),
+)
 
 
-class PeekMutates(PlainFCFS):
-    """A peek_request that mutates (it rotates the deque)."""
-
-    def peek_request(self) -> Any:
-        request = self._items.popleft()
-        self._items.append(request)
-        return request
-
-
-class IterDrains(PlainPriority):
-    """A priority __iter__ that drains the heap."""
-
-    def __iter__(self) -> Iterator[Any]:
-        while self._heap:
-            yield heapq.heappop(self._heap)[1]
+PopFromBack = broken_class(
+    PlainFCFS,
+    "PopFromBack",
+    Change(
+        "pop_request",
+        "FCFS pop from the back",
+        "return self._items.popleft()",
+        "return self._items.pop()",
+    ),
+)
 
 
-class LenWrongAfterRemoveRequests(PlainFCFS):
-    """A cached length that remove_requests decrements by everything named."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._count = 0
-
-    def add_request(self, request: Any) -> None:
-        self._items.append(request)
-        self._count += 1
-
-    def pop_request(self) -> Any:
-        request = self._items.popleft()
-        self._count -= 1
-        return request
-
-    def prepend_request(self, request: Any) -> None:
-        self._items.appendleft(request)
-        self._count += 1
-
-    def prepend_requests(self, requests: RequestQueue) -> None:
-        incoming = list(requests)
-        self._items.extendleft(incoming)
-        self._count += len(incoming)
-
-    def remove_request(self, request: Any) -> None:
-        self._items.remove(request)
-        self._count -= 1
-
-    def remove_requests(self, requests: Iterable[Any]) -> None:
-        named = list(requests)
-        self._items = deque(r for r in self._items if all(r is not x for x in named))
-        self._count -= len(named)
-
-    def __len__(self) -> int:
-        return self._count
-
-    def __bool__(self) -> bool:
-        return self._count > 0
+LaterArrivalFirst = broken_class(
+    PlainPriority,
+    "LaterArrivalFirst",
+    Change(
+        "key",
+        "priority ties broken by later arrival first",
+        "request.arrival_time",
+        "-request.arrival_time",
+    ),
+)
 
 
-class RemoveRemovesMore(PlainPriority):
-    """remove_request removing more than one request (every one with the same key prefix)."""
+PeekMutates = broken_class(
+    PlainFCFS,
+    "PeekMutates",
+    Change(
+        "peek_request",
+        "a peek_request that mutates (it rotates the deque)",
+        "return self._items[0]",
+        "request = self._items.popleft()\n    self._items.append(request)\n    return request",
+    ),
+)
 
-    def remove_request(self, request: Any) -> None:
-        same = (request.priority, request.arrival_time)
-        kept = [e for e in self._heap if (e[1].priority, e[1].arrival_time) != same]
-        if len(kept) == len(self._heap):
-            raise ValueError("not in the queue")
-        self._heap = kept
-        heapq.heapify(self._heap)
+
+IterDrains = broken_class(
+    PlainPriority,
+    "IterDrains",
+    Change(
+        "__iter__",
+        "a priority __iter__ that drains the heap",
+        "heap = list(self._heap)\n    while heap:\n        yield heapq.heappop(heap)[1]",
+        "while self._heap:\n        yield heapq.heappop(self._heap)[1]",
+    ),
+)
+
+
+LenWrongAfterRemoveRequests = broken_class(
+    PlainFCFS,
+    "LenWrongAfterRemoveRequests",
+    Change(
+        "__init__",
+        "a cached length",
+        "self._items: deque[Any] = deque()",
+        "self._items: deque[Any] = deque()\n    self._count = 0",
+    ),
+    Change(
+        "add_request",
+        "(counted)",
+        "self._items.append(request)",
+        "self._items.append(request)\n    self._count += 1",
+    ),
+    Change(
+        "pop_request",
+        "(counted)",
+        "return self._items.popleft()",
+        "request = self._items.popleft()\n    self._count -= 1\n    return request",
+    ),
+    Change(
+        "prepend_request",
+        "(counted)",
+        "self._items.appendleft(request)",
+        "self._items.appendleft(request)\n    self._count += 1",
+    ),
+    Change(
+        "prepend_requests",
+        "(counted)",
+        "self._items.extendleft(requests)",
+        "incoming = list(requests)\n"
+        "    self._items.extendleft(incoming)\n"
+        "    self._count += len(incoming)",
+    ),
+    Change(
+        "remove_request",
+        "(counted)",
+        "self._items.remove(request)",
+        "self._items.remove(request)\n    self._count -= 1",
+    ),
+    Change(
+        "remove_requests",
+        "that remove_requests decrements by everything named",
+        "gone = set(requests)\n    self._items = deque(r for r in self._items if r not in gone)",
+        "named = list(requests)\n"
+        "    self._items = deque(r for r in self._items if all(r is not x for x in named))\n"
+        "    self._count -= len(named)",
+    ),
+    Change(
+        "__len__",
+        "(read)",
+        "return len(self._items)",
+        "return self._count",
+    ),
+    Change(
+        "__bool__",
+        "(read)",
+        "return len(self._items) > 0",
+        "return self._count > 0",
+    ),
+)
+
+
+RemoveRemovesMore = broken_class(
+    PlainPriority,
+    "RemoveRemovesMore",
+    Change(
+        "remove_request",
+        "remove_request removing more than one request (every one with the same key prefix)",
+        "for index, (_, queued) in enumerate(self._heap):\n"
+        "        if queued is request:\n"
+        "            del self._heap[index]\n"
+        "            heapq.heapify(self._heap)\n"
+        "            return\n"
+        '    raise ValueError("not in the queue")',
+        "same = (request.priority, request.arrival_time)\n"
+        "    kept = [e for e in self._heap if (e[1].priority, e[1].arrival_time) != same]\n"
+        "    if len(kept) == len(self._heap):\n"
+        '        raise ValueError("not in the queue")\n'
+        "    self._heap = kept\n"
+        "    heapq.heapify(self._heap)",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -411,13 +472,16 @@ def test_the_verdict_is_deterministic() -> None:
     assert first == second
 
 
-class EmptyPopKeyError(PlainFCFS):
-    """Raises KeyError (not IndexError) on an empty pop."""
-
-    def pop_request(self) -> Any:
-        if not self._items:
-            raise KeyError("empty")
-        return self._items.popleft()
+EmptyPopKeyError = broken_class(
+    PlainFCFS,
+    "EmptyPopKeyError",
+    Change(
+        "pop_request",
+        "raises KeyError (not IndexError) on an empty pop",
+        "return self._items.popleft()",
+        'if not self._items:\n        raise KeyError("empty")\n    return self._items.popleft()',
+    ),
+)
 
 
 def test_exception_types_are_compared() -> None:
@@ -430,12 +494,16 @@ def test_exception_types_are_compared() -> None:
     )
 
 
-class AddForgetsBeyondTwo(DuckFCFS):
-    """Not a RequestQueue, so no contract helps: the third request is silently dropped."""
-
-    def add_request(self, request: Any) -> None:
-        if len(self._items) < 2:
-            self._items.append(request)
+AddForgetsBeyondTwo = broken_class(
+    DuckFCFS,
+    "AddForgetsBeyondTwo",
+    Change(
+        "add_request",
+        "not a RequestQueue, so no contract helps: the third request is silently dropped",
+        "self._items.append(request)",
+        "if len(self._items) < 2:\n        self._items.append(request)",
+    ),
+)
 
 
 def test_a_queue_without_contracts_is_caught_by_the_comparison() -> None:
@@ -477,18 +545,22 @@ def test_request_factory_builds_the_subjects_requests() -> None:
     assert re.search(r"^r1 = make_request\('r1', -?\d, \d\.0\)$", program, re.MULTILINE)
 
 
-class TwoBugs(DuckFCFS):
-    """Two unrelated bugs, both easy to hit: popping the last request gives None, and len is
-    one too many from two requests on."""
-
-    def pop_request(self) -> Any:
-        if len(self._items) == 1:
-            return None
-        return super().pop_request()
-
-    def __len__(self) -> int:
-        count = len(self._items)
-        return count + 1 if count >= 2 else count
+TwoBugs = broken_class(
+    DuckFCFS,
+    "TwoBugs",
+    Change(
+        "pop_request",
+        "popping the last request gives None",
+        "return self._items.pop(0)",
+        "return None if len(self._items) == 1 else self._items.pop(0)",
+    ),
+    Change(
+        "__len__",
+        "len is one too many from two requests on",
+        "return len(self._items)",
+        "count = len(self._items)\n    return count + 1 if count >= 2 else count",
+    ),
+)
 
 
 def test_distinct_failures_become_one_error_listing_them() -> None:
@@ -513,8 +585,12 @@ def test_distinct_failures_become_one_error_listing_them() -> None:
         assert run_program(program) is not None
 
 
-class TwoIndependentBugs(NoReversal, RemoveRequestsRaises):
-    """prepend_requests without the reversal, and remove_requests raising on an absent one."""
+TwoIndependentBugs = broken_class(
+    PlainFCFS,
+    "TwoIndependentBugs",
+    *VARIANT_CHANGES[NoReversal],
+    *VARIANT_CHANGES[RemoveRequestsRaises],
+)
 
 
 def test_two_independent_bugs_are_both_listed_with_their_clauses() -> None:
@@ -559,27 +635,33 @@ def test_an_exception_group_is_flattened_into_one_error() -> None:
     assert error.program == one.program
 
 
-class Nondeterministic(PlainFCFS):
-    """Goes wrong once in the whole process (late in the run): a replay does not fail."""
+#: What `Nondeterministic` has done in the whole process (the test resets it).
+FLAKY = SimpleNamespace(calls=itertools.count(), misbehaved=False)
 
-    calls = itertools.count()
-    misbehaved = False
-
-    def pop_request(self) -> Any:
-        if not Nondeterministic.misbehaved and len(self._items) >= 2 and next(self.calls) >= 40:
-            Nondeterministic.misbehaved = True
-            return self._items.pop()
-        return self._items.popleft()
+Nondeterministic = broken_class(
+    PlainFCFS,
+    "Nondeterministic",
+    Change(
+        "pop_request",
+        "goes wrong once in the whole process (late in the run): a replay does not fail",
+        "return self._items.popleft()",
+        "if not FLAKY.misbehaved and len(self._items) >= 2 and next(FLAKY.calls) >= 40:\n"
+        "        FLAKY.misbehaved = True\n"
+        "        return self._items.pop()\n"
+        "    return self._items.popleft()",
+    ),
+    uses={"FLAKY": FLAKY},
+)
 
 
 @pytest.mark.contracts
 def test_a_nondeterministic_queue_is_reported_as_such() -> None:
     """ORC-CRQ-5: a failure that does not replay (Hypothesis's FlakyFailure) is still one error."""
-    Nondeterministic.calls = itertools.count()
-    Nondeterministic.misbehaved = False
+    FLAKY.calls = itertools.count()
+    FLAKY.misbehaved = False
     with pytest.raises(ConformanceError) as caught:
         check_request_queue(Nondeterministic, "fcfs")
-    assert Nondeterministic.misbehaved
+    assert FLAKY.misbehaved
     message = str(caught.value)
     assert "the queue behaves nondeterministically" in message
     assert "The failure as first seen (not shrunk):" in message
@@ -589,11 +671,16 @@ def test_a_nondeterministic_queue_is_reported_as_such() -> None:
 # --- check_queue_laws -------------------------------------------------------------
 
 
-class ShortestJobFirst(PlainPriority):
-    """Orders by prompt length (carried in `priority` by the request factory below)."""
-
-    def key(self, request: Any) -> Any:
-        return (request.num_prompt_tokens, request.arrival_time, request.request_id)
+ShortestJobFirst = broken_class(
+    PlainPriority,
+    "ShortestJobFirst",
+    Change(
+        "key",
+        "orders by prompt length (carried in `priority` by the request factory below)",
+        "request.priority,",
+        "request.num_prompt_tokens,",
+    ),
+)
 
 
 def sized_request(request_id: str, priority: int, arrival_time: float) -> Request:
@@ -674,26 +761,40 @@ def test_queues_with_their_own_order_obey_the_laws() -> None:
         check_request_queue(RoundRobin, "fcfs")
 
 
-class ConsumesOther(PlainFCFS):
-    """prepend_requests empties the other queue."""
-
-    def prepend_requests(self, requests: RequestQueue) -> None:
-        while requests:
-            self._items.appendleft(requests.pop_request())
-
-
-class DropsLast(PlainFCFS):
-    """prepend_requests forgets the last request of the other queue."""
-
-    def prepend_requests(self, requests: RequestQueue) -> None:
-        self._items.extendleft(list(requests)[:-1])
+ConsumesOther = broken_class(
+    PlainFCFS,
+    "ConsumesOther",
+    Change(
+        "prepend_requests",
+        "prepend_requests empties the other queue",
+        "self._items.extendleft(requests)",
+        "while requests:\n        self._items.appendleft(requests.pop_request())",
+    ),
+)
 
 
-class BoolAlwaysTrue(PlainFCFS):
-    """An empty queue that says it is not empty."""
+DropsLast = broken_class(
+    PlainFCFS,
+    "DropsLast",
+    Change(
+        "prepend_requests",
+        "prepend_requests forgets the last request of the other queue",
+        "self._items.extendleft(requests)",
+        "self._items.extendleft(list(requests)[:-1])",
+    ),
+)
 
-    def __bool__(self) -> bool:
-        return True
+
+BoolAlwaysTrue = broken_class(
+    PlainFCFS,
+    "BoolAlwaysTrue",
+    Change(
+        "__bool__",
+        "an empty queue that says it is not empty",
+        "return len(self._items) > 0",
+        "return True",
+    ),
+)
 
 
 LAW_BREAKERS: list[tuple[Callable[[], Any], str]] = [
@@ -729,11 +830,16 @@ def test_law_breakers_are_caught(factory: Callable[[], Any], law: str) -> None:
 def test_nothing_lost_or_duplicated() -> None:
     """ORC-LAW-4: a queue that keeps a popped request is caught by the ledger."""
 
-    class KeepsPopped(DuckFCFS):
-        def pop_request(self) -> Any:
-            if not self._items:
-                raise IndexError("pop from an empty queue")
-            return self._items[0] if len(self._items) == 1 else self._items.pop(0)
+    KeepsPopped = broken_class(
+        DuckFCFS,
+        "KeepsPopped",
+        Change(
+            "pop_request",
+            "keeps the last request it pops",
+            "return self._items.pop(0)",
+            "return self._items[0] if len(self._items) == 1 else self._items.pop(0)",
+        ),
+    )
 
     with pytest.raises(ConformanceError) as caught:
         check_queue_laws(KeepsPopped)

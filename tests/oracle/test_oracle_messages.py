@@ -14,53 +14,75 @@ import itertools
 from typing import Any
 
 import pytest
+from method_variants import Change, broken_class
 from test_oracle import DuckFCFS, PlainPriority, run_program
 
 from queueref.cli.check_queue import add_arguments
 from queueref.oracle import ConformanceError, check_queue_laws, check_request_queue
 from queueref.oracle.conformance import check_request_queue as documented
 
-
-class ForgetsToReheapify(PlainPriority):
-    """remove_request deletes the entry but leaves the heap unsorted: wrong for every key."""
-
-    def remove_request(self, request: Any) -> None:
-        for index, (_, queued) in enumerate(self._heap):
-            if queued is request:
-                del self._heap[index]
-                return
-        raise ValueError("not in the queue")
+ForgetsToReheapify = broken_class(
+    PlainPriority,
+    "ForgetsToReheapify",
+    Change(
+        "remove_request",
+        "remove_request deletes the entry but leaves the heap unsorted: wrong for every key",
+        "            heapq.heapify(self._heap)\n",
+        "",
+    ),
+)
 
 
 _arrivals = itertools.count()
 
 
-class TiesInArrivalOrder(PlainPriority):
-    """Breaks ties by the order of adding, not by request_id: only ties are wrong."""
+TiesInArrivalOrder = broken_class(
+    PlainPriority,
+    "TiesInArrivalOrder",
+    Change(
+        "key",
+        "breaks ties by the order of adding, not by request_id: only ties are wrong",
+        "request.request_id)",
+        "next(_arrivals))",
+    ),
+    Change(
+        "__iter__",
+        "(iterates in key order)",
+        "heap = list(self._heap)\n    while heap:\n        yield heapq.heappop(heap)[1]",
+        "return iter([request for _, request in sorted(self._heap, key=lambda e: e[0])])",
+    ),
+    uses={"_arrivals": _arrivals},
+)
 
-    def key(self, request: Any) -> Any:
-        return (request.priority, request.arrival_time, next(_arrivals))
 
-    def __iter__(self) -> Any:
-        return iter([request for _, request in sorted(self._heap, key=lambda e: e[0])])
-
-
-class LenOffAfterRemove(DuckFCFS):
-    """No contracts (not a RequestQueue): len counts a removed request once more."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._removed = 0
-
-    def remove_request(self, request: Any) -> None:
-        super().remove_request(request)
-        self._removed = 1
-
-    def __len__(self) -> int:
-        return len(self._items) + self._removed
-
-    def __bool__(self) -> bool:
-        return len(self) > 0
+LenOffAfterRemove = broken_class(
+    DuckFCFS,
+    "LenOffAfterRemove",
+    Change(
+        "__init__",
+        "no contracts (not a RequestQueue): len counts a removed request once more",
+        "self._items: list[Any] = []",
+        "self._items: list[Any] = []\n    self._removed = 0",
+    ),
+    Change(
+        "remove_request",
+        "(remembers a removal)",
+        "self._items.remove(request)",
+        "self._items.remove(request)\n    self._removed = 1",
+    ),
+    Change(
+        "__len__",
+        "(counts it)",
+        "return len(self._items)",
+        "return len(self._items) + self._removed",
+    ),
+    Change(
+        "__bool__",
+        "(asks len)",
+        "return bool(self._items)",
+        "return len(self) > 0",
+    ),
+)
 
 
 class AcceptsAnything(DuckFCFS):

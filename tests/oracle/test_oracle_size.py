@@ -8,13 +8,12 @@ generated batch of 50 to 500 requests) and `max_calls=` reach them.
 
 from __future__ import annotations
 
-import heapq
 import re
-from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from method_variants import Change, broken_class
 from test_oracle import PlainFCFS, PlainPriority, run_program, with_factory
 
 import queueref.config
@@ -33,26 +32,37 @@ def without_deep_checks() -> Iterator[None]:
     queueref.config.set_deep_checks(True)
 
 
-class Bounded32(PlainFCFS):
-    """A deque(maxlen=32): from the 33rd request on, the front is silently dropped."""
+Bounded32 = broken_class(
+    PlainFCFS,
+    "Bounded32",
+    Change(
+        "__init__",
+        "a deque(maxlen=32): from the 33rd request on, the front is silently dropped",
+        "deque()",
+        "deque(maxlen=32)",
+    ),
+    Change(
+        "remove_requests",
+        "(the rebuilt deque bounded too)",
+        "deque(r for r in self._items if r not in gone)",
+        "deque((r for r in self._items if r not in gone), maxlen=32)",
+    ),
+)
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._items = deque(maxlen=32)
 
-    def remove_requests(self, requests: Any) -> None:
-        gone = set(requests)
-        self._items = deque((r for r in self._items if r not in gone), maxlen=32)
-
-
-class HeapBreaksAfter64(PlainPriority):
-    """An 'optimisation': past 64 entries a request is appended without sifting it up."""
-
-    def add_request(self, request: Any) -> None:
-        if len(self._heap) >= 64:
-            self._heap.append((self.key(request), request))
-        else:
-            heapq.heappush(self._heap, (self.key(request), request))
+HeapBreaksAfter64 = broken_class(
+    PlainPriority,
+    "HeapBreaksAfter64",
+    Change(
+        "add_request",
+        "an 'optimisation': past 64 entries a request is appended without sifting it up",
+        "heapq.heappush(self._heap, (self.key(request), request))",
+        "if len(self._heap) >= 64:\n"
+        "        self._heap.append((self.key(request), request))\n"
+        "    else:\n"
+        "        heapq.heappush(self._heap, (self.key(request), request))",
+    ),
+)
 
 
 class Counting(FCFSRequestQueue):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from method_variants import Change, broken_class
 from test_oracle import PopFromBack, run_program
 
 from queueref.oracle import ConformanceError, check_request_queue
@@ -84,40 +85,6 @@ class HeapOfRequests:
             yield heapq.heappop(heap)
 
 
-class LaterArrivalFirstHeap(HeapOfRequests):
-    """A real bug that ties="any" must not hide: later arrivals first."""
-
-    def add_request(self, request: Any) -> None:
-        heapq.heappush(self._heap, _Later(request))
-
-    def pop_request(self) -> Any:
-        if not self._heap:
-            raise IndexError("pop from empty heap")
-        return heapq.heappop(self._heap).request
-
-    def peek_request(self) -> Any:
-        if not self._heap:
-            raise IndexError("peek from empty heap")
-        return self._heap[0].request
-
-    def remove_request(self, request: Any) -> None:
-        kept = [entry for entry in self._heap if entry.request is not request]
-        if len(kept) == len(self._heap):
-            raise ValueError("not queued")
-        self._heap = kept
-        heapq.heapify(self._heap)
-
-    def remove_requests(self, requests: Iterable[Any]) -> None:
-        gone = {id(r) for r in requests}
-        self._heap = [entry for entry in self._heap if id(entry.request) not in gone]
-        heapq.heapify(self._heap)
-
-    def __iter__(self) -> Iterator[Any]:
-        heap = self._heap[:]
-        while heap:
-            yield heapq.heappop(heap).request
-
-
 @dataclass(eq=False)
 class _Later:
     request: Any
@@ -125,6 +92,54 @@ class _Later:
     def __lt__(self, other: _Later) -> bool:
         mine, theirs = self.request, other.request
         return (mine.priority, -mine.arrival_time) < (theirs.priority, -theirs.arrival_time)
+
+
+LaterArrivalFirstHeap = broken_class(
+    HeapOfRequests,
+    "LaterArrivalFirstHeap",
+    Change(
+        "add_request",
+        "a real bug that ties='any' must not hide: later arrivals first (each request in a "
+        "`_Later` entry, ordered so)",
+        "heapq.heappush(self._heap, request)",
+        "heapq.heappush(self._heap, _Later(request))",
+    ),
+    Change(
+        "pop_request",
+        "(the entry's request)",
+        "heapq.heappop(self._heap)",
+        "heapq.heappop(self._heap).request",
+    ),
+    Change(
+        "peek_request",
+        "(the entry's request)",
+        "return self._heap[0]",
+        "return self._heap[0].request",
+    ),
+    Change(
+        "remove_request",
+        "(by the entry's request)",
+        "self._heap.remove(request)",
+        "kept = [entry for entry in self._heap if entry.request is not request]\n"
+        "    if len(kept) == len(self._heap):\n"
+        '        raise ValueError("not queued")\n'
+        "    self._heap = kept",
+    ),
+    Change(
+        "remove_requests",
+        "(by the entries' requests)",
+        "gone = set(requests)\n    self._heap = [r for r in self._heap if r not in gone]",
+        "gone = {id(r) for r in requests}\n"
+        "    self._heap = [entry for entry in self._heap if id(entry.request) not in gone]",
+    ),
+    Change(
+        "__iter__",
+        "(the entries' requests)",
+        "yield heapq.heappop(heap)",
+        "yield heapq.heappop(heap).request",
+    ),
+    uses={"_Later": _Later},
+)
 
 
 def test_unordered_ties_fail_with_a_message_that_points_at_the_option() -> None:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections import deque
 from pathlib import Path
 from typing import Any
 
 import pytest
+from method_variants import Change, broken_class
 
 from queueref import FCFSRequestQueue
 from queueref.cli.main import main
@@ -162,13 +162,16 @@ def test_some_expectations_by_hand() -> None:
     assert case_named("admission/bound/write-then-check/n3_m2_w1")["expect"]["global_count"] == 1
 
 
-class _NoReversal(FCFSRequestQueue):
-    """The reference with the FCFS reversal of prepend_requests taken out."""
-
-    def prepend_requests(self, requests: Any) -> None:
-        incoming = list(requests)
-        super().prepend_requests(requests)
-        self._items = deque([*incoming, *list(self._items)[len(incoming) :]])
+_NoReversal = broken_class(
+    FCFSRequestQueue,
+    "_NoReversal",
+    Change(
+        "prepend_requests",
+        "the reference with the FCFS reversal of prepend_requests taken out",
+        "self._items.extendleft(incoming)",
+        "self._items.extendleft(reversed(incoming))",
+    ),
+)
 
 
 def test_a_wrong_queue_fails_the_replay() -> None:

@@ -34,6 +34,7 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
+from method_variants import Change, broken_class
 from queue_gap_helpers import (
     ListQueue,
     NotAFloat,
@@ -147,14 +148,17 @@ def test_the_constructor_check_keeps_the_constructors_name_and_signature(cls: ty
     assert requests.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
 
 
-class GhostIndexConstructor(FCFSRequestQueue):
-    """Broken: its (inherited, checked) constructor indexes each request under a second,
-    ghost id too; every queued request is still indexed under its own id."""
-
-    def _fast_new_id(self, request: RequestLike) -> str:
-        request_id = super()._fast_new_id(request)
-        self._index[f"ghost-{request_id}"] = request  # bug
-        return request_id
+GhostIndexConstructor = broken_class(
+    FCFSRequestQueue,
+    "GhostIndexConstructor",
+    Change(
+        "_fast_new_id",
+        "its (inherited, checked) constructor indexes each request under a second, ghost id too; "
+        "every queued request is still indexed under its own id",
+        "return request_id",
+        "self._index[f'ghost-{request_id}'] = request\n    return request_id",
+    ),
+)
 
 
 @pytest.mark.contracts

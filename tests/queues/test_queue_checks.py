@@ -37,6 +37,7 @@ from typing import Any
 
 import icontract
 import pytest
+from method_variants import Change, broken_class
 from queue_gap_helpers import ListQueue, ids, twin, violation
 
 import queueref.config
@@ -92,111 +93,149 @@ def requests(*names: str) -> list[Request]:
 # --- the clauses of `_ABC_POST`: broken foreign queues ---------------------------------
 
 
-class AddsTwice(ListQueue):
-    """Broken: add queues the request twice."""
-
-    def add_request(self, request: Any) -> None:
-        self.items += [request, request]
-
-
-class PrependsTwice(ListQueue):
-    """Broken: prepend puts the request in front twice."""
-
-    def prepend_request(self, request: Any) -> None:
-        self.items[:0] = [request, request]
-
-
-class PrependsNothing(ListQueue):
-    """Broken: prepend accepts the request and never queues it."""
-
-    def prepend_request(self, request: Any) -> None:
-        pass
-
-
-class PopKeepsTheFront(ListQueue):
-    """Broken: pop returns the front (what peek returned) and leaves it queued."""
-
-    def pop_request(self) -> Any:
-        return self.items[0]
-
-
-class PopLosesTheBack(ListQueue):
-    """Broken: pop returns the front and takes the back out too."""
-
-    def pop_request(self) -> Any:
-        self.items.pop()
-        return self.items.pop(0)
-
-
-class PeekGrows(ListQueue):
-    """Broken: peek returns the front and queues a new request at the back."""
-
-    def peek_request(self) -> Any:
-        self.items.append(Request("stray", 0, 99.0))
-        return self.items[0]
-
-
-class PeekPops(ListQueue):
-    """Broken: peek returns the front and takes it out."""
-
-    def peek_request(self) -> Any:
-        return self.items.pop(0)
-
-
-class MovesInTwice(ListQueue):
-    """Broken: prepend_requests puts every request of the other queue in front twice."""
-
-    def prepend_requests(self, requests: Iterable[Any]) -> None:
-        for request in requests:
-            self.items[:0] = [request, request]
-
-
-class MovesInAllButTheLast(ListQueue):
-    """Broken: prepend_requests leaves out the last request of the other queue."""
-
-    def prepend_requests(self, requests: Iterable[Any]) -> None:
-        for request in list(requests)[:-1]:
-            self.items.insert(0, request)
-
-
-class GrowsTheOtherQueue(ListQueue):
-    """Broken: prepend_requests moves every request in, then adds one to the other queue."""
-
-    def prepend_requests(self, requests: Any) -> None:
-        super().prepend_requests(requests)
-        requests.items.append(Request("stray", 0, 99.0))
-
-
-class RemovesNothing(ListQueue):
-    """Broken: remove finds the request and leaves it queued."""
-
-    def remove_request(self, request: Any) -> None:
-        if all(queued is not request for queued in self.items):
-            raise ValueError("not queued")
-
-
-class RemovesTheBackToo(ListQueue):
-    """Broken: remove takes out the request and the back request."""
-
-    def remove_request(self, request: Any) -> None:
-        super().remove_request(request)
-        self.items.pop()
-
-
-class RemoveManyGrows(ListQueue):
-    """Broken: remove_requests removes the named requests, then queues a new one."""
-
-    def remove_requests(self, requests: Iterable[Any]) -> None:
-        super().remove_requests(requests)
-        self.items.append(Request("stray", 0, 99.0))
-
-
-class RemoveManyTakesAnUnnamedOne(ListQueue):
-    """Broken: remove_requests removes the named requests and the back one, unnamed."""
-
-    def remove_requests(self, requests: Iterable[Any]) -> None:
-        super().remove_requests(requests)
-        self.items.pop()
+AddsTwice = broken_class(
+    ListQueue,
+    "AddsTwice",
+    Change(
+        "add_request",
+        "add queues the request twice",
+        "self.items.append(request)",
+        "self.items += [request, request]",
+    ),
+)
+PrependsTwice = broken_class(
+    ListQueue,
+    "PrependsTwice",
+    Change(
+        "prepend_request",
+        "prepend puts the request in front twice",
+        "self.items.insert(0, request)",
+        "self.items[:0] = [request, request]",
+    ),
+)
+PrependsNothing = broken_class(
+    ListQueue,
+    "PrependsNothing",
+    Change(
+        "prepend_request",
+        "prepend accepts the request and never queues it",
+        "self.items.insert(0, request)",
+        "pass",
+    ),
+)
+PopKeepsTheFront = broken_class(
+    ListQueue,
+    "PopKeepsTheFront",
+    Change(
+        "pop_request",
+        "pop returns the front (what peek returned) and leaves it queued",
+        "return self.items.pop(0)",
+        "return self.items[0]",
+    ),
+)
+PopLosesTheBack = broken_class(
+    ListQueue,
+    "PopLosesTheBack",
+    Change(
+        "pop_request",
+        "pop returns the front and takes the back out too",
+        "return self.items.pop(0)",
+        "self.items.pop()\n    return self.items.pop(0)",
+    ),
+)
+PeekGrows = broken_class(
+    ListQueue,
+    "PeekGrows",
+    Change(
+        "peek_request",
+        "peek returns the front and queues a new request at the back",
+        "return self.items[0]",
+        "self.items.append(Request('stray', 0, 99.0))\n    return self.items[0]",
+    ),
+    uses={"Request": Request},
+)
+PeekPops = broken_class(
+    ListQueue,
+    "PeekPops",
+    Change(
+        "peek_request",
+        "peek returns the front and takes it out",
+        "return self.items[0]",
+        "return self.items.pop(0)",
+    ),
+)
+MovesInTwice = broken_class(
+    ListQueue,
+    "MovesInTwice",
+    Change(
+        "prepend_requests",
+        "prepend_requests puts every request of the other queue in front twice",
+        "self.items.insert(0, request)",
+        "self.items[:0] = [request, request]",
+    ),
+)
+MovesInAllButTheLast = broken_class(
+    ListQueue,
+    "MovesInAllButTheLast",
+    Change(
+        "prepend_requests",
+        "prepend_requests leaves out the last request of the other queue",
+        "for request in requests:",
+        "for request in list(requests)[:-1]:",
+    ),
+)
+GrowsTheOtherQueue = broken_class(
+    ListQueue,
+    "GrowsTheOtherQueue",
+    Change(
+        "prepend_requests",
+        "prepend_requests moves every request in, then adds one to the other queue",
+        "self.items.insert(0, request)",
+        "self.items.insert(0, request)\n    requests.items.append(Request('stray', 0, 99.0))",
+    ),
+    uses={"Request": Request},
+)
+RemovesNothing = broken_class(
+    ListQueue,
+    "RemovesNothing",
+    Change(
+        "remove_request",
+        "remove finds the request and leaves it queued",
+        "del self.items[position]",
+        "pass",
+    ),
+)
+RemovesTheBackToo = broken_class(
+    ListQueue,
+    "RemovesTheBackToo",
+    Change(
+        "remove_request",
+        "remove takes out the request and the back request",
+        "del self.items[position]",
+        "del self.items[position]\n            self.items.pop()",
+    ),
+)
+RemoveManyGrows = broken_class(
+    ListQueue,
+    "RemoveManyGrows",
+    Change(
+        "remove_requests",
+        "remove_requests removes the named requests, then queues a new one",
+        "if id(r) not in gone]",
+        "if id(r) not in gone]\n    self.items.append(Request('stray', 0, 99.0))",
+    ),
+    uses={"Request": Request},
+)
+RemoveManyTakesAnUnnamedOne = broken_class(
+    ListQueue,
+    "RemoveManyTakesAnUnnamedOne",
+    Change(
+        "remove_requests",
+        "remove_requests removes the named requests and the back one, unnamed",
+        "if id(r) not in gone]",
+        "if id(r) not in gone]\n    self.items.pop()",
+    ),
+)
 
 
 #: (variant, its requests, the call, the clause that alone catches it, deep checks)
@@ -363,13 +402,23 @@ def test_sizes_past_the_small_int_cache_are_no_violation(
 # --- remove_requests: what the snapshot counts ---------------------------------------
 
 
-class RemovesEqualOnes(ListQueue):
-    """Broken: removes every queued request equal to a named one (RQ-REQ-2: a queue holds
-    objects, not values), so naming a copy takes out the queued original."""
-
-    def remove_requests(self, requests: Iterable[Any]) -> None:
-        named = list(requests)
-        self.items = [r for r in self.items if all(r != x for x in named)]
+RemovesEqualOnes = broken_class(
+    ListQueue,
+    "RemovesEqualOnes",
+    Change(
+        "remove_requests",
+        "removes every queued request equal to a named one (RQ-REQ-2: a queue holds "
+        "objects, not values), so naming a copy takes out the queued original",
+        "self.items = [r for r in self.items if id(r) not in gone]",
+        "self.items = [r for r in self.items if all(r != x for x in named)]",
+    ),
+    Change(
+        "remove_requests",
+        "(the named requests, read once)",
+        "gone = {id(r) for r in requests}",
+        "named = list(requests)",
+    ),
+)
 
 
 def test_a_member_that_is_no_request_leaves_the_exact_count_right(deep_on: None) -> None:
@@ -396,13 +445,16 @@ def test_a_queue_that_removes_an_equal_copy_is_caught_the_slow_way(deep_on: None
         queue.remove_requests([a, c, twin(b), object()])
 
 
-class RemovesOneTooMany(ListQueue):
-    """Broken: removes the named requests, then the front one, unnamed."""
-
-    def remove_requests(self, requests: Iterable[Any]) -> None:
-        super().remove_requests(requests)
-        if self.items:
-            self.items.pop(0)
+RemovesOneTooMany = broken_class(
+    ListQueue,
+    "RemovesOneTooMany",
+    Change(
+        "remove_requests",
+        "removes the named requests, then the front one, unnamed",
+        "if id(r) not in gone]",
+        "if id(r) not in gone]\n    if self.items:\n        self.items.pop(0)",
+    ),
+)
 
 
 @pytest.mark.contracts
@@ -643,11 +695,16 @@ def test_a_member_that_is_no_request_is_refused_by_the_method(
 # --- `bool`: the truth value, as icontract compared it -----------------------------------
 
 
-class IntBool(ListQueue):
-    """Broken for Python: `__bool__` answers the right truth value as an int (1 or 0)."""
-
-    def __bool__(self) -> bool:
-        return 1 if self.items else 0  # type: ignore[return-value]
+IntBool = broken_class(
+    ListQueue,
+    "IntBool",
+    Change(
+        "__bool__",
+        "broken for Python: `__bool__` answers the right truth value as an int (1 or 0)",
+        "return bool(self.items)",
+        "return 1 if self.items else 0",
+    ),
+)
 
 
 def test_bool_compares_the_truth_value_as_icontract_did() -> None:

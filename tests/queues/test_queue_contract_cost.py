@@ -15,10 +15,12 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import icontract
 import pytest
+from method_variants import VARIANT_CHANGES, Change, broken_class
 
 import queueref.config
 from queueref import FCFSRequestQueue, PriorityRequestQueue, Request, RequestQueue
@@ -69,22 +71,32 @@ class Foreign(RequestQueue):
         return iter(list(self.items))
 
 
-class ForeignBackPop(Foreign):
-    """Broken, two levels below the ABC: pops the back, not what peek returned."""
-
-    def pop_request(self) -> Any:
-        return self.items.pop()
-
-
-class LosingFCFS(FCFSRequestQueue):
-    """Broken: accepts a request and never queues it (no call to the original)."""
-
-    def add_request(self, request: Any) -> None:
-        pass
+ForeignBackPop = broken_class(
+    Foreign,
+    "ForeignBackPop",
+    Change(
+        "pop_request",
+        "pops the back, not what peek returned (two levels below the ABC)",
+        "return self.items.pop(0)",
+        "return self.items.pop()",
+    ),
+)
 
 
-class GrandchildLosingFCFS(LosingFCFS):
-    """Inherits the broken add unchanged."""
+LosingFCFS = broken_class(
+    FCFSRequestQueue,
+    "LosingFCFS",
+    Change(
+        "add_request",
+        "accepts a request and never queues it (no call to the original)",
+        "self._items.append(request)\n    self._index[request_id] = request",
+        "pass",
+    ),
+)
+
+
+#: Inherits the broken add unchanged.
+GrandchildLosingFCFS = type("GrandchildLosingFCFS", (LosingFCFS,), {})
 
 
 def foreign(cls: type[Foreign], *names: str) -> Foreign:
@@ -125,13 +137,19 @@ def test_a_method_called_again_during_its_own_check_runs_unchecked() -> None:
     assert queue.peeks == 4  # the caller's peek: its snapshot's, then the call itself
 
 
-class PopsAndPutsBack(FCFSRequestQueue):
-    """Correct itself: its body pops the other queue's front and puts it back first. When
-    the other queue's pop is broken, that call of the body's is what fails."""
-
-    def prepend_requests(self, requests: RequestQueue) -> None:
-        requests.prepend_request(requests.pop_request())
-        super().prepend_requests(requests)
+PopsAndPutsBack = broken_class(
+    FCFSRequestQueue,
+    "PopsAndPutsBack",
+    Change(
+        "prepend_requests",
+        "correct itself: its body pops the other queue's front and puts it back first, so when "
+        "the other queue's pop is broken, that call of the body's is what fails",
+        "incoming, by_id = self._incoming(requests)",
+        "requests.prepend_request(requests.pop_request())\n"
+        "    incoming, by_id = self._incoming(requests)",
+    ),
+    label="VARIANT",
+)
 
 
 def test_a_queue_method_called_by_a_method_body_is_checked() -> None:
@@ -145,8 +163,11 @@ def test_a_queue_method_called_by_a_method_body_is_checked() -> None:
 
 
 def run_optimized(program: str) -> str:
+    """The output of `program` run under `python -O`, `method_variants` importable."""
+    helpers = Path(__file__).resolve().parents[1] / "helpers"
+    prelude = f"import sys\nsys.path.insert(0, {str(helpers)!r})\n"
     done = subprocess.run(
-        [sys.executable, "-O", "-c", textwrap.dedent(program)],
+        [sys.executable, "-O", "-c", prelude + textwrap.dedent(program)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -160,14 +181,12 @@ def test_the_contracts_are_off_under_python_dash_o() -> None:
     icontract's contracts do, while the method bodies' own checks still refuse bad input
     (RQ-ALL-3)."""
     out = run_optimized(
-        """
+        f"""
+        from method_variants import Change, broken_class
         from queueref import FCFSRequestQueue, Request
         assert not __debug__
 
-        class LosingFCFS(FCFSRequestQueue):
-            def add_request(self, request):
-                pass
-
+        LosingFCFS = broken_class(FCFSRequestQueue, "LosingFCFS", *{VARIANT_CHANGES[LosingFCFS]!r})
         LosingFCFS().add_request(Request("a"))
         print("unchecked", FCFSRequestQueue.add_request.__name__)
         queue = FCFSRequestQueue()
@@ -185,23 +204,44 @@ def test_the_contracts_are_off_under_python_dash_o() -> None:
 # deep checks off, and the exact count it gave up is back under deep checks.
 
 
-class TwoPerRemoveMany(FCFSRequestQueue):
-    def remove_requests(self, requests: Any) -> None:
-        super().remove_requests(requests)
-        if self._items:  # bug: removes one request too many
-            gone = self._items.popleft()
-            del self._index[gone.request_id]
+TwoPerRemoveMany = broken_class(
+    FCFSRequestQueue,
+    "TwoPerRemoveMany",
+    Change(
+        "remove_requests",
+        "removes one request too many",
+        "self._items = _without(self._items, list(present.values()))",
+        "self._items = _without(self._items, list(present.values()))\n"
+        "    if self._items:\n"
+        "        gone = self._items.popleft()\n"
+        "        del self._index[gone.request_id]",
+    ),
+)
 
 
-class RemovesNone(FCFSRequestQueue):
-    def remove_requests(self, requests: Any) -> None:
-        pass  # bug: removes nothing
+RemovesNone = broken_class(
+    FCFSRequestQueue,
+    "RemovesNone",
+    Change(
+        "remove_requests",
+        "removes nothing",
+        "if not present:",
+        "if True:",
+    ),
+)
 
 
-class ClonesIncoming(PriorityRequestQueue):
-    def prepend_requests(self, requests: RequestQueue) -> None:
-        for request in list(requests):  # bug: queues copies, not the requests themselves
-            self._push(copy.copy(request), request.request_id)
+ClonesIncoming = broken_class(
+    PriorityRequestQueue,
+    "ClonesIncoming",
+    Change(
+        "prepend_requests",
+        "queues copies, not the requests themselves",
+        "self._push(request, request_id)",
+        "self._push(copy.copy(request), request_id)",
+    ),
+    uses={"copy": copy},
+)
 
 
 @pytest.fixture
@@ -249,21 +289,28 @@ def test_queuing_copies_of_the_other_queue_is_refuted(deep_off: None) -> None:
 # so `__init__`'s structure clauses are checked by the lean wrapper too, not by icontract.
 
 
-class CollapsingIds(FCFSRequestQueue):
-    """Broken: every request of the constructor is indexed under one id."""
+CollapsingIds = broken_class(
+    FCFSRequestQueue,
+    "CollapsingIds",
+    Change(
+        "_fast_new_id",
+        "every request of the constructor is indexed under one id",
+        "return request_id",
+        "return 'same'",
+    ),
+)
 
-    def _fast_new_id(self, request: Any) -> str:
-        return "same"
 
-
-class UnsiftedConstructor(PriorityRequestQueue):
-    """Broken: the constructor's pushes append without sifting (the heap property breaks)."""
-
-    def _push(self, request: Any, request_id: str) -> None:
-        entry = [(request.priority, request.arrival_time, request_id), 0, request]
-        self._heap.append(entry)
-        self._index[request_id] = request
-        self._entries[request_id] = entry
+UnsiftedConstructor = broken_class(
+    PriorityRequestQueue,
+    "UnsiftedConstructor",
+    Change(
+        "_push",
+        "the constructor's pushes append without sifting (the heap property breaks)",
+        "heapq.heappush(self._heap, entry)",
+        "self._heap.append(entry)",
+    ),
+)
 
 
 @pytest.mark.contracts
@@ -298,12 +345,13 @@ def test_the_constructor_check_runs_the_deep_clauses_under_deep_checks() -> None
 def test_the_constructor_check_is_off_under_python_dash_o() -> None:
     """RQ-COST-2: under `python -O` the broken constructor goes unnoticed, as with icontract."""
     out = run_optimized(
-        """
+        f"""
+        from method_variants import Change, broken_class
         from queueref import FCFSRequestQueue, Request
 
-        class CollapsingIds(FCFSRequestQueue):
-            def _fast_new_id(self, request):
-                return "same"
+        CollapsingIds = broken_class(
+            FCFSRequestQueue, "CollapsingIds", *{VARIANT_CHANGES[CollapsingIds]!r}
+        )
 
         queue = CollapsingIds([Request("a"), Request("b")])
         print("unchecked", len(queue._items), len(queue._index))
@@ -351,11 +399,16 @@ def test_a_snapshot_reads_the_front_only_where_a_clause_compares_it(
     assert CountsFronts.fronts == reads
 
 
-class LyingBoolFCFS(FCFSRequestQueue):
-    """Broken: says it is empty while it holds a request."""
-
-    def __bool__(self) -> bool:
-        return False
+LyingBoolFCFS = broken_class(
+    FCFSRequestQueue,
+    "LyingBoolFCFS",
+    Change(
+        "__bool__",
+        "says it is empty while it holds a request",
+        "return bool(self._index)",
+        "return False",
+    ),
+)
 
 
 @pytest.mark.contracts

@@ -8,10 +8,10 @@ hand from the spec (RQ-ALL-9, RQ-FCFS-5), never computed by the code under test.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
 
 import pytest
+from method_variants import Change, broken_class
 
 from queueref import FCFSRequestQueue, Request
 
@@ -96,11 +96,16 @@ def test_no_copy_when_no_iterator_is_alive() -> None:
     assert [r.request_id for r in live] == ["b", "c", "d"]
 
 
-class LiveIteration(FCFSRequestQueue):
-    """Broken: iterates the deque itself and never copies it."""
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._items)
+LiveIteration = broken_class(
+    FCFSRequestQueue,
+    "LiveIteration",
+    Change(
+        "__iter__",
+        "iterates the deque itself and never copies it",
+        "self._iterated = True",
+        "pass",
+    ),
+)
 
 
 def test_the_iteration_check_fails_on_a_queue_that_does_not_copy() -> None:

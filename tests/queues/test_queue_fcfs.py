@@ -24,12 +24,13 @@ from __future__ import annotations
 import inspect
 import re
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from method_variants import Change, broken_class
 from queue_gap_helpers import (
     NotAFloat,
     NotAnInt,
@@ -41,7 +42,7 @@ from queue_gap_helpers import (
 )
 
 import queueref.config
-from queueref import FCFSRequestQueue, Request, RequestQueue
+from queueref import FCFSRequestQueue, Request
 from queueref.request import RequestLike
 
 
@@ -71,155 +72,207 @@ def values(*names: str) -> list[ValueRequest]:
 # --- broken variants: each is caught by one clause only --------------------------------
 
 
-class IndexesACopy(FCFSRequestQueue):
-    """Broken: queues the request but indexes a copy of it."""
-
-    def add_request(self, request: RequestLike) -> None:
-        self._require_new(request)
-        self._items.append(request)
-        self._index[request.request_id] = twin(request)  # bug: the index holds a value
-
-
-class AppendsACopy(FCFSRequestQueue):
-    """Broken: queues (and indexes) a copy of the request, not the request."""
-
-    def add_request(self, request: RequestLike) -> None:
-        self._require_new(request)
-        kept = twin(request)  # bug
-        self._items.append(kept)
-        self._index[request.request_id] = kept
+IndexesACopy = broken_class(
+    FCFSRequestQueue,
+    "IndexesACopy",
+    Change(
+        "add_request",
+        "queues the request but indexes a copy of it",
+        "self._index[request_id] = request",
+        "self._index[request_id] = twin(request)",
+    ),
+    uses={"twin": twin},
+)
 
 
-class CopiesTheFrontOnAdd(FCFSRequestQueue):
-    """Broken: an add that puts a copy of the front in the front's place."""
-
-    def add_request(self, request: RequestLike) -> None:
-        self._require_new(request)
-        front = twin(self._items[0])  # bug
-        self._items[0] = front
-        self._index[front.request_id] = front
-        self._items.append(request)
-        self._index[request.request_id] = request
-
-
-class CopiesTheNewFrontOnPop(FCFSRequestQueue):
-    """Broken: a pop after which a copy of the second request is the front."""
-
-    def pop_request(self) -> Any:
-        request = self._items.popleft()
-        del self._index[request.request_id]
-        front = twin(self._items[0])  # bug
-        self._items[0] = front
-        self._index[front.request_id] = front
-        return request
+AppendsACopy = broken_class(
+    FCFSRequestQueue,
+    "AppendsACopy",
+    Change(
+        "add_request",
+        "queues (and indexes) a copy of the request, not the request",
+        "self._items.append(request)\n    self._index[request_id] = request",
+        "kept = twin(request)\n    self._items.append(kept)\n    self._index[request_id] = kept",
+    ),
+    uses={"twin": twin},
+)
 
 
-class SwapsBehindTheNewFrontOnPop(FCFSRequestQueue):
-    """Broken: a pop that swaps the two requests behind the new front."""
-
-    def pop_request(self) -> Any:
-        request = self._items.popleft()
-        del self._index[request.request_id]
-        self._items[1], self._items[2] = self._items[2], self._items[1]  # bug
-        return request
-
-
-class PopsTheBackOutOfTheDeque(FCFSRequestQueue):
-    """Broken: returns (and unindexes) the front but takes the back out of the deque."""
-
-    def pop_request(self) -> Any:
-        request = self._items[0]
-        self._items.pop()  # bug: the back
-        del self._index[request.request_id]
-        return request
+CopiesTheFrontOnAdd = broken_class(
+    FCFSRequestQueue,
+    "CopiesTheFrontOnAdd",
+    Change(
+        "add_request",
+        "an add that puts a copy of the front in the front's place",
+        "self._items.append(request)",
+        "front = twin(self._items[0])\n"
+        "    self._items[0] = front\n"
+        "    self._index[front.request_id] = front\n"
+        "    self._items.append(request)",
+    ),
+    uses={"twin": twin},
+)
 
 
-class PeeksACopy(FCFSRequestQueue):
-    """Broken: peek returns a copy of the front."""
-
-    def peek_request(self) -> Any:
-        return twin(self._items[0])  # bug
-
-
-class PrependsACopy(FCFSRequestQueue):
-    """Broken: puts (and indexes) a copy of the request in front."""
-
-    def prepend_request(self, request: RequestLike) -> None:
-        self._require_new(request)
-        kept = twin(request)  # bug
-        self._items.appendleft(kept)
-        self._index[request.request_id] = kept
-
-
-class CopiesTheOldFrontOnPrepend(FCFSRequestQueue):
-    """Broken: a prepend after which a copy of the old front is second."""
-
-    def prepend_request(self, request: RequestLike) -> None:
-        self._require_new(request)
-        front = twin(self._items[0])  # bug
-        self._items[0] = front
-        self._index[front.request_id] = front
-        self._items.appendleft(request)
-        self._index[request.request_id] = request
+CopiesTheNewFrontOnPop = broken_class(
+    FCFSRequestQueue,
+    "CopiesTheNewFrontOnPop",
+    Change(
+        "pop_request",
+        "a pop after which a copy of the second request is the front",
+        "del self._index[request.request_id]",
+        "del self._index[request.request_id]\n"
+        "    front = twin(self._items[0])\n"
+        "    self._items[0] = front\n"
+        "    self._index[front.request_id] = front",
+    ),
+    uses={"twin": twin},
+)
 
 
-class SwapsBehindOnPrepend(FCFSRequestQueue):
-    """Broken: a prepend that swaps the two requests behind the old front."""
-
-    def prepend_request(self, request: RequestLike) -> None:
-        self._require_new(request)
-        self._items.appendleft(request)
-        self._index[request.request_id] = request
-        self._items[2], self._items[3] = self._items[3], self._items[2]  # bug
-
-
-class NonReversingPrepend(FCFSRequestQueue):
-    """Broken: prepend_requests keeps the other queue's order (no `extendleft` reversal)."""
-
-    def prepend_requests(self, requests: RequestQueue) -> None:
-        incoming, by_id = self._incoming(requests)
-        self._items.extendleft(reversed(incoming))  # bug
-        self._index.update(by_id)
+SwapsBehindTheNewFrontOnPop = broken_class(
+    FCFSRequestQueue,
+    "SwapsBehindTheNewFrontOnPop",
+    Change(
+        "pop_request",
+        "a pop that swaps the two requests behind the new front",
+        "del self._index[request.request_id]",
+        "del self._index[request.request_id]\n"
+        "    self._items[1], self._items[2] = self._items[2], self._items[1]",
+    ),
+)
 
 
-class ShufflesTheQueuedOnPrependRequests(FCFSRequestQueue):
-    """Broken: prepend_requests right in front, but the last two queued requests swapped."""
-
-    def prepend_requests(self, requests: RequestQueue) -> None:
-        incoming, by_id = self._incoming(requests)
-        self._items.extendleft(incoming)
-        self._index.update(by_id)
-        self._items[-1], self._items[-2] = self._items[-2], self._items[-1]  # bug
-
-
-class ShufflesOnRemove(FCFSRequestQueue):
-    """Broken: removes the request, then swaps the first two of the rest."""
-
-    def remove_request(self, request: RequestLike) -> None:
-        self._require_present(request)
-        self._items.remove(request)
-        del self._index[request.request_id]
-        self._items[0], self._items[1] = self._items[1], self._items[0]  # bug
+PopsTheBackOutOfTheDeque = broken_class(
+    FCFSRequestQueue,
+    "PopsTheBackOutOfTheDeque",
+    Change(
+        "pop_request",
+        "returns (and unindexes) the front but takes the back out of the deque",
+        "request = self._items.popleft()",
+        "request = self._items[0]\n        self._items.pop()",
+    ),
+)
 
 
-class LosesTheBackOnRemove(FCFSRequestQueue):
-    """Broken: removes the request, and the back request leaves the deque (not the index)."""
+PeeksACopy = broken_class(
+    FCFSRequestQueue,
+    "PeeksACopy",
+    Change(
+        "peek_request",
+        "peek returns a copy of the front",
+        "return self._items[0]",
+        "return twin(self._items[0])",
+    ),
+    uses={"twin": twin},
+)
 
-    def remove_request(self, request: RequestLike) -> None:
-        self._require_present(request)
-        self._items.remove(request)
-        del self._index[request.request_id]
-        self._items.pop()  # bug
+
+PrependsACopy = broken_class(
+    FCFSRequestQueue,
+    "PrependsACopy",
+    Change(
+        "prepend_request",
+        "puts (and indexes) a copy of the request in front",
+        "self._items.appendleft(request)\n    self._index[request_id] = request",
+        "kept = twin(request)\n"
+        "    self._items.appendleft(kept)\n"
+        "    self._index[request_id] = kept",
+    ),
+    uses={"twin": twin},
+)
 
 
-class ShufflesOnRemoveMany(FCFSRequestQueue):
-    """Broken: removes the named queued requests, then swaps the first two of the rest."""
+CopiesTheOldFrontOnPrepend = broken_class(
+    FCFSRequestQueue,
+    "CopiesTheOldFrontOnPrepend",
+    Change(
+        "prepend_request",
+        "a prepend after which a copy of the old front is second",
+        "self._items.appendleft(request)",
+        "front = twin(self._items[0])\n"
+        "    self._items[0] = front\n"
+        "    self._index[front.request_id] = front\n"
+        "    self._items.appendleft(request)",
+    ),
+    uses={"twin": twin},
+)
 
-    def remove_requests(self, requests: Iterable[RequestLike]) -> None:
-        for request in self._present(requests).values():
-            self._items.remove(request)
-            del self._index[request.request_id]
-        self._items[0], self._items[1] = self._items[1], self._items[0]  # bug
+
+SwapsBehindOnPrepend = broken_class(
+    FCFSRequestQueue,
+    "SwapsBehindOnPrepend",
+    Change(
+        "prepend_request",
+        "a prepend that swaps the two requests behind the old front",
+        "self._index[request_id] = request",
+        "self._index[request_id] = request\n"
+        "    self._items[2], self._items[3] = self._items[3], self._items[2]",
+    ),
+)
+
+
+NonReversingPrepend = broken_class(
+    FCFSRequestQueue,
+    "NonReversingPrepend",
+    Change(
+        "prepend_requests",
+        "prepend_requests keeps the other queue's order (no `extendleft` reversal)",
+        "self._items.extendleft(incoming)",
+        "self._items.extendleft(reversed(incoming))",
+    ),
+)
+
+
+ShufflesTheQueuedOnPrependRequests = broken_class(
+    FCFSRequestQueue,
+    "ShufflesTheQueuedOnPrependRequests",
+    Change(
+        "prepend_requests",
+        "prepend_requests right in front, but the last two queued requests swapped",
+        "self._index.update(by_id)",
+        "self._index.update(by_id)\n"
+        "    self._items[-1], self._items[-2] = self._items[-2], self._items[-1]",
+    ),
+)
+
+
+ShufflesOnRemove = broken_class(
+    FCFSRequestQueue,
+    "ShufflesOnRemove",
+    Change(
+        "remove_request",
+        "removes the request, then swaps the first two of the rest",
+        "del self._index[request.request_id]",
+        "del self._index[request.request_id]\n"
+        "    self._items[0], self._items[1] = self._items[1], self._items[0]",
+    ),
+)
+
+
+LosesTheBackOnRemove = broken_class(
+    FCFSRequestQueue,
+    "LosesTheBackOnRemove",
+    Change(
+        "remove_request",
+        "removes the request, and the back request leaves the deque (not the index)",
+        "del self._index[request.request_id]",
+        "del self._index[request.request_id]\n    self._items.pop()",
+    ),
+)
+
+
+ShufflesOnRemoveMany = broken_class(
+    FCFSRequestQueue,
+    "ShufflesOnRemoveMany",
+    Change(
+        "remove_requests",
+        "removes the named queued requests, then swaps the first two of the rest",
+        "self._items = _without(self._items, list(present.values()))",
+        "self._items = _without(self._items, list(present.values()))\n"
+        "    self._items[0], self._items[1] = self._items[1], self._items[0]",
+    ),
+)
 
 
 def _queue_ab() -> FCFSRequestQueue:
@@ -463,12 +516,16 @@ def test_the_constructor_refuses_what_add_refuses() -> None:
         FCFSRequestQueue([a, SimpleNamespace(request_id="b", arrival_time=0.0)])
 
 
-class CollapsingConstructor(FCFSRequestQueue):
-    """Broken: its constructor indexes every request under one id."""
-
-    def _fast_new_id(self, request: RequestLike) -> str:
-        super()._fast_new_id(request)
-        return "same"  # bug
+CollapsingConstructor = broken_class(
+    FCFSRequestQueue,
+    "CollapsingConstructor",
+    Change(
+        "_fast_new_id",
+        "its constructor indexes every request under one id",
+        "return request_id",
+        "return 'same'",
+    ),
+)
 
 
 @pytest.mark.contracts

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
+from method_variants import Change, broken_class
 
 from queueref import FCFSRequestQueue, PriorityRequestQueue, Request
 from queueref.oracle.conformance import oracle_settings
@@ -136,17 +137,29 @@ def test_priority_reference_matches_the_sorted_model() -> None:
 # --- the machine has teeth ------------------------------------------------------
 
 
-class _FCFSModelWithoutReversal(ListQueueModel):
-    def prepend_requests(self, requests: Any) -> None:
-        incoming = list(requests)
-        super().prepend_requests(requests)  # the checks, and the requests in
-        self.items[: len(incoming)] = incoming  # then the order without the reversal
+_FCFSModelWithoutReversal = broken_class(
+    ListQueueModel,
+    "_FCFSModelWithoutReversal",
+    Change(
+        "prepend_requests",
+        "puts the other queue in front in its own order, without the reversal",
+        "for request in incoming:",
+        "for request in reversed(incoming):",
+    ),
+)
 
 
-class _PriorityModelLaterFirst(ListQueueModel):
-    def add_request(self, request: Any) -> None:
-        super().add_request(request)
-        self.items.sort(key=lambda r: (r.priority, -r.arrival_time, r.request_id))
+_PriorityModelLaterFirst = broken_class(
+    ListQueueModel,
+    "_PriorityModelLaterFirst",
+    Change(
+        "add_request",
+        "orders ties of priority by later arrival first",
+        "self._insert_sorted(request)",
+        "self._insert_sorted(request)\n"
+        "        self.items.sort(key=lambda r: (r.priority, -r.arrival_time, r.request_id))",
+    ),
+)
 
 
 @pytest.mark.parametrize(

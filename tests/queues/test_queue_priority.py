@@ -25,13 +25,13 @@ Five kinds of test, each killing mutants that survived the queue tests before:
 from __future__ import annotations
 
 import copy
-import heapq
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import pytest
+from method_variants import Change, broken_class
 from queue_gap_helpers import ValueRequest, ids, violation
 
 import queueref.config
@@ -131,84 +131,118 @@ def plain(*names: str) -> list[Any]:
 # --- broken variants: each is caught by one clause only --------------------------------
 
 
-class IndexesACopy(PriorityRequestQueue):
-    """Broken: queues the request in the heap but indexes a copy of it."""
-
-    def add_request(self, request: RequestLike) -> None:
-        request_id = self._fast_new_id(request)
-        self._push(request, request_id)
-        self._index[request_id] = twin(request)  # bug: the index holds another object
-
-
-class QueuesACopy(PriorityRequestQueue):
-    """Broken: queues (heap and index) a copy of the request, not the request."""
-
-    def add_request(self, request: RequestLike) -> None:
-        self._push(twin(request), self._fast_new_id(request))  # bug
-
-
-class PrependsACopy(PriorityRequestQueue):
-    """Broken: prepend_request queues a copy of the request, not the request."""
-
-    def prepend_request(self, request: RequestLike) -> None:
-        self._push(twin(request), self._fast_new_id(request))  # bug
+IndexesACopy = broken_class(
+    PriorityRequestQueue,
+    "IndexesACopy",
+    Change(
+        "add_request",
+        "queues the request in the heap but indexes a copy of it",
+        "self._push(request, self._fast_new_id(request))",
+        "request_id = self._fast_new_id(request)\n"
+        "    self._push(request, request_id)\n"
+        "    self._index[request_id] = twin(request)",
+    ),
+    uses={"twin": twin},
+)
 
 
-class PeeksACopy(PriorityRequestQueue):
-    """Broken: peek returns a copy of the minimum."""
-
-    def peek_request(self) -> Any:
-        return twin(self._front())  # bug
-
-
-class LeavesThePoppedEntryLive(PriorityRequestQueue):
-    """Broken: pop returns the minimum and unindexes it, but its heap entry stays live."""
-
-    def pop_request(self) -> Any:
-        request = self._front()
-        assert request is not None
-        del self._entries[request.request_id]
-        del self._index[request.request_id]  # bug: no heappop
-        return request
+QueuesACopy = broken_class(
+    PriorityRequestQueue,
+    "QueuesACopy",
+    Change(
+        "add_request",
+        "queues (heap and index) a copy of the request, not the request",
+        "self._push(request, self._fast_new_id(request))",
+        "self._push(twin(request), self._fast_new_id(request))",
+    ),
+    uses={"twin": twin},
+)
 
 
-class PopsTheFrontOffTheList(PriorityRequestQueue):
-    """Broken: pop takes the first list element with `list.pop(0)`, which shifts every
-    entry by one place: the heap is no longer a heap, and the next pop returns the old
-    second entry, not the minimum."""
-
-    def pop_request(self) -> Any:
-        self._drop_tombstones()
-        _key, _seq, request = self._heap.pop(0)  # bug: not heapq.heappop
-        del self._entries[request.request_id]
-        del self._index[request.request_id]
-        return request
-
-
-class SwapsTwoOnPop(PriorityRequestQueue):
-    """Broken: pops the minimum, then swaps the requests of the first two heap entries
-    (each keeps its key, the heap stays ordered by the keys it holds)."""
-
-    def pop_request(self) -> Any:
-        _key, _seq, request = heapq.heappop(self._heap)
-        del self._entries[request.request_id]
-        del self._index[request.request_id]
-        heap = self._heap
-        heap[0][2], heap[1][2] = heap[1][2], heap[0][2]  # bug
-        return request
+PrependsACopy = broken_class(
+    PriorityRequestQueue,
+    "PrependsACopy",
+    Change(
+        "prepend_request",
+        "prepend_request queues a copy of the request, not the request",
+        "self._push(request, self._fast_new_id(request))",
+        "self._push(twin(request), self._fast_new_id(request))",
+    ),
+    uses={"twin": twin},
+)
 
 
-class PutsTheReturningRequestAboveItsTombstone(PriorityRequestQueue):
-    """Broken: a request added back while its tombstone is still in the heap swaps places
-    with that tombstone. Their keys tie; their sequence numbers are then out of heap order."""
+PeeksACopy = broken_class(
+    PriorityRequestQueue,
+    "PeeksACopy",
+    Change(
+        "peek_request",
+        "peek returns a copy of the minimum",
+        "return request",
+        "return twin(request)",
+    ),
+    uses={"twin": twin},
+)
 
-    def add_request(self, request: RequestLike) -> None:
-        request_id = self._fast_new_id(request)
-        self._push(request, request_id)
-        heap = self._heap
-        new = next(i for i, e in enumerate(heap) if e[2] is request)
-        old = next(i for i, e in enumerate(heap) if e[2] is _REMOVED and e[0] == heap[new][0])
-        heap[new], heap[old] = heap[old], heap[new]  # bug
+
+LeavesThePoppedEntryLive = broken_class(
+    PriorityRequestQueue,
+    "LeavesThePoppedEntryLive",
+    Change(
+        "pop_request",
+        "pop returns the minimum and unindexes it, but its heap entry stays live",
+        "_key, _seq, request = heapq.heappop(self._heap)",
+        "request = self._front()",
+    ),
+)
+
+
+PopsTheFrontOffTheList = broken_class(
+    PriorityRequestQueue,
+    "PopsTheFrontOffTheList",
+    Change(
+        "pop_request",
+        "pop takes the first list element with `list.pop(0)`, which shifts every entry by one "
+        "place: the heap is no longer a heap, and the next pop returns the old second entry, not "
+        "the minimum",
+        "heapq.heappop(self._heap)",
+        "self._heap.pop(0)",
+    ),
+)
+
+
+SwapsTwoOnPop = broken_class(
+    PriorityRequestQueue,
+    "SwapsTwoOnPop",
+    Change(
+        "pop_request",
+        "pops the minimum, then swaps the requests of the first two heap entries (each keeps its "
+        "key, the heap stays ordered by the keys it holds)",
+        "del self._index[request.request_id]",
+        "del self._index[request.request_id]\n"
+        "    heap = self._heap\n"
+        "    heap[0][2], heap[1][2] = heap[1][2], heap[0][2]",
+    ),
+)
+
+
+PutsTheReturningRequestAboveItsTombstone = broken_class(
+    PriorityRequestQueue,
+    "PutsTheReturningRequestAboveItsTombstone",
+    Change(
+        "add_request",
+        "a request added back while its tombstone is still in the heap swaps places with that "
+        "tombstone; their keys tie, their sequence numbers are then out of heap order",
+        "self._push(request, self._fast_new_id(request))",
+        "self._push(request, self._fast_new_id(request))\n"
+        "    heap = self._heap\n"
+        "    new = next(i for i, e in enumerate(heap) if e[2] is request)\n"
+        "    old = next(\n"
+        "        i for i, e in enumerate(heap) if e[2] is _REMOVED and e[0] == heap[new][0]\n"
+        "    )\n"
+        "    heap[new], heap[old] = heap[old], heap[new]",
+    ),
+)
 
 
 #: (variant, its queue's requests, a step that must pass, the call the clause alone
@@ -348,21 +382,30 @@ def test_the_index_holding_a_copy_hides_the_queued_request(monkeypatch: pytest.M
         remove_body(queue, new)
 
 
-class FilesEachRequestTwice(PriorityRequestQueue):
-    """Broken: every push makes two live heap entries of the request."""
+FilesEachRequestTwice = broken_class(
+    PriorityRequestQueue,
+    "FilesEachRequestTwice",
+    Change(
+        "_push",
+        "every push makes two live heap entries of the request",
+        "heapq.heappush(self._heap, entry)",
+        "heapq.heappush(self._heap, entry)\n"
+        "    second = [(request.priority, request.arrival_time, request_id), -1, request]\n"
+        "    heapq.heappush(self._heap, second)",
+    ),
+)
 
-    def _push(self, request: RequestLike, request_id: str) -> None:
-        super()._push(request, request_id)
-        entry = [(request.priority, request.arrival_time, request_id), -1, request]
-        heapq.heappush(self._heap, entry)  # bug: a second live entry
 
-
-class FilesTombstones(PriorityRequestQueue):
-    """Broken: every push indexes the request but leaves a tombstone in the heap."""
-
-    def _push(self, request: RequestLike, request_id: str) -> None:
-        super()._push(request, request_id)
-        self._entries[request_id][2] = _REMOVED  # bug
+FilesTombstones = broken_class(
+    PriorityRequestQueue,
+    "FilesTombstones",
+    Change(
+        "_push",
+        "every push indexes the request but leaves a tombstone in the heap",
+        "self._entries[request_id] = entry",
+        "self._entries[request_id] = entry\n    entry[2] = _REMOVED",
+    ),
+)
 
 
 @pytest.mark.contracts
@@ -401,18 +444,18 @@ def test_a_queue_of_more_than_256_requests_is_consistent(monkeypatch: pytest.Mon
     assert ids(queue) == [f"r{i:03}" for i in range(1, 300) if i != 150]
 
 
-class UnnumberedPriorityQueue(PriorityRequestQueue):
-    """Correct for a request type that is unordered against other objects: numbers no
-    entry (every sequence number is 0). The keys of live requests are distinct, so the
-    number only ever orders a tombstone against its request's new entry; here the two tie
-    and heapq's comparison of them falls through to the request, which is neither smaller
-    nor larger than the tombstone marker."""
-
-    def _push(self, request: RequestLike, request_id: str) -> None:
-        entry = [(request.priority, request.arrival_time, request_id), 0, request]
-        heapq.heappush(self._heap, entry)
-        self._index[request_id] = request
-        self._entries[request_id] = entry
+UnnumberedPriorityQueue = broken_class(
+    PriorityRequestQueue,
+    "UnnumberedPriorityQueue",
+    Change(
+        "_push",
+        "numbers no entry (every sequence number is 0): correct for a request type that is "
+        "unordered against other objects, as the keys of live requests are distinct",
+        "next(self._sequence),",
+        "0,",
+    ),
+    label="VARIANT",
+)
 
 
 @pytest.mark.contracts

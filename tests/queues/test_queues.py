@@ -6,7 +6,6 @@ code under test.
 
 from __future__ import annotations
 
-import heapq
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ from typing import Any, cast
 
 import icontract
 import pytest
+from method_variants import Change, broken_class
 
 import queueref.config
 from queueref import (
@@ -429,62 +429,96 @@ def test_priority_lazy_removal_keeps_heap_and_index() -> None:
 # --- contracts with teeth: broken variants must be refuted -----------------------------
 
 
-class AppendingPrepend(FCFSRequestQueue):
-    def prepend_request(self, request: Any) -> None:
-        self._require_new(request)
-        self._items.append(request)  # bug: at the back
-        self._index[request.request_id] = request
+AppendingPrepend = broken_class(
+    FCFSRequestQueue,
+    "AppendingPrepend",
+    Change(
+        "prepend_request",
+        "prepend puts the request at the back",
+        "self._items.appendleft(request)",
+        "self._items.append(request)",
+    ),
+)
 
 
-class NonReversingPrepend(FCFSRequestQueue):
-    def prepend_requests(self, requests: RequestQueue) -> None:
-        incoming, _ids = self._incoming(requests)
-        self._items.extendleft(reversed(incoming))  # bug: keeps the order
-        for request in incoming:
-            self._index[request.request_id] = request
+NonReversingPrepend = broken_class(
+    FCFSRequestQueue,
+    "NonReversingPrepend",
+    Change(
+        "prepend_requests",
+        "prepend_requests keeps the other queue's order",
+        "self._items.extendleft(incoming)",
+        "self._items.extendleft(reversed(incoming))",
+    ),
+)
 
 
-class BackPop(FCFSRequestQueue):
-    def pop_request(self) -> Any:
-        request = self._items.pop()  # bug: pops the back
-        del self._index[request.request_id]
-        return request
+BackPop = broken_class(
+    FCFSRequestQueue,
+    "BackPop",
+    Change(
+        "pop_request",
+        "pop takes the back",
+        "request = self._items.popleft()",
+        "request = self._items.pop()",
+    ),
+)
 
 
-class GreedyRemove(FCFSRequestQueue):
-    def remove_request(self, request: Any) -> None:
-        self._require_present(request)
-        self._items.remove(request)
-        del self._index[request.request_id]
-        if self._items:  # bug: takes a neighbour with it
-            gone = self._items.pop()
-            del self._index[gone.request_id]
+GreedyRemove = broken_class(
+    FCFSRequestQueue,
+    "GreedyRemove",
+    Change(
+        "remove_request",
+        "remove takes a neighbour with it",
+        "del self._index[request.request_id]",
+        "del self._index[request.request_id]\n"
+        "    if self._items:\n"
+        "        gone = self._items.pop()\n"
+        "        del self._index[gone.request_id]",
+    ),
+)
 
 
-class MisindexedAdd(FCFSRequestQueue):
-    def add_request(self, request: Any) -> None:
-        self._require_new(request)
-        self._items.append(request)
-        self._index[request.request_id.upper()] = request  # bug: indexed under another id
+MisindexedAdd = broken_class(
+    FCFSRequestQueue,
+    "MisindexedAdd",
+    Change(
+        "add_request",
+        "add indexes the request under another id",
+        "self._index[request_id] = request",
+        "self._index[request_id.upper()] = request",
+    ),
+)
 
 
-class LateFirstPriority(PriorityRequestQueue):
-    def pop_request(self) -> Any:
-        self._drop_tombstones()
-        latest = max((e for e in self._heap if e[2] is not None), key=lambda e: e[0])
-        self._heap.remove(latest)  # bug: pops the largest and breaks the heap
-        request = latest[2]
-        del self._entries[request.request_id]
-        del self._index[request.request_id]
-        return request
+LateFirstPriority = broken_class(
+    PriorityRequestQueue,
+    "LateFirstPriority",
+    Change(
+        "pop_request",
+        "pop takes the largest key and breaks the heap",
+        "_key, _seq, request = heapq.heappop(self._heap)",
+        "latest = max((e for e in self._heap if e[2] is not _REMOVED), key=lambda e: e[0])\n"
+        "    self._heap.remove(latest)\n"
+        "    request = latest[2]",
+    ),
+)
 
 
-class TwoPerRemoveMany(FCFSRequestQueue):
-    def remove_requests(self, requests: Any) -> None:
-        super().remove_requests(requests)
-        if self._items:  # bug: removes one request too many
-            gone = self._items.popleft()
-            del self._index[gone.request_id]
+TwoPerRemoveMany = broken_class(
+    FCFSRequestQueue,
+    "TwoPerRemoveMany",
+    Change(
+        "remove_requests",
+        "remove_requests removes one request too many",
+        "self._items = _without(self._items, list(present.values()))",
+        "self._items = _without(self._items, list(present.values()))\n"
+        "    if self._items:\n"
+        "        gone = self._items.popleft()\n"
+        "        del self._index[gone.request_id]",
+    ),
+)
 
 
 @pytest.mark.contracts
@@ -519,65 +553,114 @@ def test_contracts_refute_broken_variants(cls: type, action: Any, requirement: s
 # others whole-structure (checked under deep checks, which tests/conftest.py turns on).
 
 
-class FrontAdd(FCFSRequestQueue):
-    def add_request(self, request: Any) -> None:
-        self._require_new(request)
-        self._items.appendleft(request)  # bug: at the front
-        self._index[request.request_id] = request
+FrontAdd = broken_class(
+    FCFSRequestQueue,
+    "FrontAdd",
+    Change(
+        "add_request",
+        "add puts the request at the front",
+        "self._items.append(request)",
+        "self._items.appendleft(request)",
+    ),
+)
 
 
-class LosingAdd(FCFSRequestQueue):
-    def add_request(self, request: Any) -> None:
-        self._require_new(request)  # bug: accepted, never queued
+LosingAdd = broken_class(
+    FCFSRequestQueue,
+    "LosingAdd",
+    Change(
+        "add_request",
+        "add accepts the request and never queues it",
+        "self._items.append(request)\n    self._index[request_id] = request",
+        "pass",
+    ),
+)
 
 
-class SecondPeek(FCFSRequestQueue):
-    def peek_request(self) -> Any:
-        return self._items[1]  # bug: the second request
+SecondPeek = broken_class(
+    FCFSRequestQueue,
+    "SecondPeek",
+    Change(
+        "peek_request",
+        "peek returns the second request",
+        "return self._items[0]",
+        "return self._items[1]",
+    ),
+)
 
 
-class UnindexedPop(FCFSRequestQueue):
-    def pop_request(self) -> Any:
-        request = self._items[0]  # bug: left in the deque, dropped from the index
-        del self._index[request.request_id]
-        return request
+UnindexedPop = broken_class(
+    FCFSRequestQueue,
+    "UnindexedPop",
+    Change(
+        "pop_request",
+        "pop leaves the request in the deque and drops it from the index",
+        "request = self._items.popleft()",
+        "request = self._items[0]",
+    ),
+)
 
 
-class SkippingPop(FCFSRequestQueue):
-    def pop_request(self) -> Any:
-        request = super().pop_request()
-        self._items.rotate(-1)  # bug: the order of the rest changes
-        return request
+SkippingPop = broken_class(
+    FCFSRequestQueue,
+    "SkippingPop",
+    Change(
+        "pop_request",
+        "pop changes the order of the rest",
+        "return request",
+        "self._items.rotate(-1)\n    return request",
+    ),
+)
 
 
-class ShufflingAdd(FCFSRequestQueue):
-    def add_request(self, request: Any) -> None:
-        super().add_request(request)
-        if len(self._items) > 2:  # bug: swaps the two requests behind the front
-            self._items[1], self._items[2] = self._items[2], self._items[1]
+ShufflingAdd = broken_class(
+    FCFSRequestQueue,
+    "ShufflingAdd",
+    Change(
+        "add_request",
+        "add swaps the two requests behind the front",
+        "self._index[request_id] = request",
+        "self._index[request_id] = request\n"
+        "    if len(self._items) > 2:\n"
+        "        self._items[1], self._items[2] = self._items[2], self._items[1]",
+    ),
+)
 
 
-class DrainingPrepend(FCFSRequestQueue):
-    def prepend_requests(self, requests: RequestQueue) -> None:
-        super().prepend_requests(requests)
-        requests.pop_request()  # bug: takes a request out of the other queue
+DrainingPrepend = broken_class(
+    FCFSRequestQueue,
+    "DrainingPrepend",
+    Change(
+        "prepend_requests",
+        "prepend_requests takes a request out of the other queue",
+        "self._index.update(by_id)",
+        "self._index.update(by_id)\n    requests.pop_request()",
+    ),
+)
 
 
-class UnsiftedPriority(PriorityRequestQueue):
-    def _push(self, request: Any, request_id: str) -> None:
-        entry = [(request.priority, request.arrival_time, request_id), 0, request]
-        self._heap.append(entry)  # bug: no sift, the heap property breaks
-        self._index[request_id] = request
-        self._entries[request_id] = entry
+UnsiftedPriority = broken_class(
+    PriorityRequestQueue,
+    "UnsiftedPriority",
+    Change(
+        "_push",
+        "no sift: the heap property breaks",
+        "heapq.heappush(self._heap, entry)",
+        "self._heap.append(entry)",
+    ),
+)
 
 
-class ClampedPriority(PriorityRequestQueue):
-    def _push(self, request: Any, request_id: str) -> None:
-        key = (max(request.priority, 0), request.arrival_time, request_id)  # bug: no negatives
-        entry = [key, next(self._sequence), request]
-        heapq.heappush(self._heap, entry)
-        self._index[request_id] = request
-        self._entries[request_id] = entry
+ClampedPriority = broken_class(
+    PriorityRequestQueue,
+    "ClampedPriority",
+    Change(
+        "_push",
+        "negative priorities are clamped to 0",
+        "(request.priority, request.arrival_time, request_id)",
+        "(max(request.priority, 0), request.arrival_time, request_id)",
+    ),
+)
 
 
 @pytest.mark.contracts
@@ -715,9 +798,11 @@ def test_abc_contracts_bind_foreign_subclasses_only_cheaply_by_default() -> None
 def test_foreign_subclass_with_a_lying_bool_is_refuted() -> None:
     """RQ-ALL-10: the ABC's contract on __bool__ binds subclasses."""
 
-    class LyingBool(ListQueue):
-        def __bool__(self) -> bool:
-            return True
+    LyingBool = broken_class(
+        ListQueue,
+        "LyingBool",
+        Change("__bool__", "bool is True, empty or not", "return bool(self.items)", "return True"),
+    )
 
     with pytest.raises(icontract.ViolationError, match="RQ-ALL-10"):
         bool(LyingBool())

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from method_variants import Change, broken_class
 
 from queueref.cli.main import main
 from queueref.verify.admission_models import (
@@ -329,18 +330,28 @@ def test_compact_encoding_agrees_with_the_reference_on_every_small_instance() ->
     assert small.states < big.states and small.worst_total == big.worst_total
 
 
-class _OffByOneCompact(CompactCheckThenWrite):
-    """Broken: a finished check may admit one more than fits."""
+_OffByOneCompact = broken_class(
+    CompactCheckThenWrite,
+    "_OffByOneCompact",
+    Change(
+        "room",
+        "a finished check may admit one more than fits",
+        "return code - self.done_base + 1",
+        "return code - self.done_base + 2",
+    ),
+)
 
-    def room(self, code: int) -> int:
-        return super().room(code) + 1
 
-
-class _TooEagerCompact(CompactCheckThenWrite):
-    """Broken: a check gives up when the view reaches M - 1 instead of passing M - 1."""
-
-    def _next_code(self, k: int, view: int) -> int:
-        return 0 if view + 1 >= self.cap else super()._next_code(k, view)
+_TooEagerCompact = broken_class(
+    CompactCheckThenWrite,
+    "_TooEagerCompact",
+    Change(
+        "_next_code",
+        "a check gives up when the view reaches M - 1 instead of passing M - 1",
+        "if not admits_check_then_write(view, 1, self.cap):",
+        "if not admits_check_then_write(view, 1, self.cap) or view + 1 >= self.cap:",
+    ),
+)
 
 
 def test_the_comparison_refutes_broken_compact_encodings() -> None:

@@ -187,12 +187,18 @@ class _StandIn:
     __hash__ = None  # type: ignore[assignment]
 
 
-class SelectsAStandIn(WaitingQueues):
-    """BROKEN: selects an object equal to the right queue instead of the queue itself."""
-
-    def _select(self) -> Any:
-        chosen = super()._select()
-        return None if chosen is None else _StandIn(chosen)
+SelectsAStandIn = broken_variant(
+    "SelectsAStandIn",
+    Change(
+        "_select",
+        "PRIORITY with at most one queue non-empty selects an object equal to the right "
+        "queue instead of the queue itself",
+        "return self.waiting or self.skipped_waiting or None",
+        "chosen = self.waiting or self.skipped_waiting or None\n"
+        "    return None if chosen is None else _StandIn(chosen)",
+    ),
+    uses={"_StandIn": _StandIn},
+)
 
 
 # -- helpers
