@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from method_variants import Change, method_variant
+from method_variants import Change, broken_class
 from queue_operations import ids, operations
 
 from queueref import FCFSRequestQueue, PriorityRequestQueue, Request, RequestQueue
@@ -108,9 +108,9 @@ def test_rq_req_2_a_request_type_that_lies_or_raises_is_queued_as_request(
 def test_rq_req_2_removal_that_trusts_the_request_s_equality_is_caught() -> None:
     """The planted bug: `_remove_object` accepts the first request `==` the one named.
     With `Liar` requests it removes the front instead, and the comparison sees it."""
-    trusting = method_variant(
+    broken = broken_class(
         FCFSRequestQueue,
-        "_remove_object",
+        "TrustsEquality",
         Change(
             "_remove_object",
             "trusts the request type's ==",
@@ -118,7 +118,6 @@ def test_rq_req_2_removal_that_trusts_the_request_s_equality_is_caught() -> None
             "items[position] != request",
         ),
     )
-    broken = type("TrustsEquality", (FCFSRequestQueue,), {"_remove_object": trusting})
     honest, odd = FCFSRequestQueue(), broken()
     honest_requests: dict[str, Any] = {}
     odd_requests: dict[str, Any] = {}
