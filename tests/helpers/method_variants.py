@@ -11,7 +11,9 @@ change plants. A change that no longer applies raises `ChangeDoesNotApply`, so a
 broken copy cannot drift from what it breaks.
 
 Change the body, not a condition: icontract names a failing condition by reading its
-source from the module's file, which keeps the original text. A class invariant
+source from the module's file, which keeps the original text. A method whose contracts
+are declared beside it (`queueref.admission.contracts`) has no decorators in its source:
+the variant gets the very conditions the installed method checks. A class invariant
 (`icontract.invariant` on the class) is not re-applied: the tests that use these
 variants are about the method's own conditions.
 """
@@ -25,6 +27,8 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import icontract
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "proofs"))
 from mutations import Change, ChangeDoesNotApply  # noqa: E402
@@ -65,4 +69,13 @@ def method_variant(owner: type, name: str, *changes: Change) -> Callable[..., An
     )
     exec(code, scope)
     function: Callable[..., Any] = scope[name]
+    installed = icontract._checkers.find_checker(getattr(owner, name))
+    if installed is not None and not source.lstrip().startswith("@"):
+        function = icontract._checkers.decorate_with_checker(function)
+        for conditions in (
+            "__preconditions__",
+            "__postcondition_snapshots__",
+            "__postconditions__",
+        ):
+            setattr(function, conditions, getattr(installed, conditions))
     return function

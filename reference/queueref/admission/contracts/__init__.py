@@ -1,0 +1,10 @@
+"""The contracts of the admission core, declared beside the logic they check.
+
+Imported by `queueref.admission` itself, so they are attached before any admission
+class can be used, whatever is imported first; the logic modules never import
+them. One module per logic module, each attached as its decorators would be.
+"""
+
+from queueref.admission.contracts import tracker as tracker
+
+__all__ = ["tracker"]
