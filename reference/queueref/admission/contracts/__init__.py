@@ -5,6 +5,7 @@ class can be used, whatever is imported first; the logic modules never import
 them. One module per logic module, each attached as its decorators would be.
 """
 
+from queueref.admission.contracts import shared_stats as shared_stats
 from queueref.admission.contracts import tracker as tracker
 
-__all__ = ["tracker"]
+__all__ = ["shared_stats", "tracker"]

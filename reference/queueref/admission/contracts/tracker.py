@@ -14,7 +14,7 @@ import icontract
 
 from queueref import config
 from queueref.admission import tracker as tracker_module
-from queueref.admission.shared_stats import is_private_buffer
+from queueref.admission.contracts.shared_stats import is_private_buffer
 from queueref.admission.tracker import child_request_ids
 from queueref.preconditions import install, original
 from queueref.validators import is_int_at_least
