@@ -16,7 +16,7 @@ chain:
     request -> queues.checks -> queues.base -> queues.fcfs -> queues.priority -> queues.factory
         -> waiting.state -> waiting.checks -> waiting.step -> waiting.lifecycle
     validators, errors -> admission.protocol -> admission.shared_stats -> admission.tracker
-        -> admission.check -> admission.postconditions -> admission.controller -> admission.front
+        -> admission.check -> admission.controller -> admission.front
 
 Each check is also run on a copy of the package with one planted import, to
 show that it fails for the reason it claims.
@@ -76,7 +76,6 @@ CHAINS: tuple[tuple[str, ...], ...] = (
         "admission.shared_stats",
         "admission.tracker",
         "admission.check",
-        "admission.postconditions",
         "admission.controller",
         "admission.front",
         "runtime.servers",

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import typing
 
-import icontract
-
 from queueref.admission import protocol
 from queueref.admission.shared_stats import SharedAdmissionStats
 from queueref.admission.tracker import RequestTracker
@@ -194,17 +192,6 @@ class AdmissionCheck:
         # ADM-RISK-2: the local scope reads the server's own tokens, never counter 1.
         return tracker.get_num_queued_tokens() + tracker.num_reserved_tokens
 
-    @icontract.require(
-        lambda self: self.is_open, "ADM-CTL-7: the check is still open", error=RuntimeError
-    )
-    @icontract.require(
-        lambda self: not self.done, "ADM-CTL-7: a slot is left to read", error=RuntimeError
-    )
-    @icontract.snapshot(lambda self: self.reads, name="reads")
-    @icontract.ensure(
-        lambda self, OLD: self.reads == OLD.reads + 1,
-        "ADM-CTL-7, ADM-TOK-2: one read advances by exactly one slot of one pass",
-    )
     def read_next(self) -> int:
         """Read the next counter: one `__getitem__` of counter 0, then of counter 1.
 
@@ -234,15 +221,6 @@ class AdmissionCheck:
         self._token_state = self._token_state.read(value)
         return value
 
-    @icontract.require(
-        lambda self: self.is_open, "ADM-CTL-7: the check is still open", error=RuntimeError
-    )
-    @icontract.require(
-        lambda self: self.done,
-        "ADM-CTL-7: decide only after every slot is read",
-        error=RuntimeError,
-    )
-    @icontract.ensure(lambda self: not self.is_open, "ADM-CTL-7: a decided check is closed")
     def decide(self) -> int | None:
         """Admit (return the view read, None without a request limit) or raise.
 
