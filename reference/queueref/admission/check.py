@@ -49,18 +49,15 @@ class CheckSettings(typing.Protocol):
 class AdmissionCheck:
     """One admission check of one server, taken one slot read at a time.
 
-    Made by `AdmissionController.start_check`; `read_next()` reads exactly one
-    counter (one `__getitem__`): first counter 0 of every slot in index order
-    (the request pass), then -- with a token limit -- counter 1 of every slot
-    in index order (the token pass). The request limit is decided
-    when its pass ends, before the first token read (vLLM 0.30.0's order:
-    a request rejected by the request limit reads no tokens); `decide()`
-    applies the token decision once every read is made.
-    `check_admission` is `start_check` + `read_next` until `done` + `decide`;
-    tests and models drive the steps themselves to interleave other servers.
-    In write-then-check the reservations (of `n` in counter 0 and of the
-    request's tokens in counter 1) are already in the own slot when the
-    check is made, and every way out but admission gives them back.
+    `read_next()` reads exactly one counter (one `__getitem__`): first counter 0
+    of every slot in index order (the request pass), then -- with a token limit
+    -- counter 1 of every slot in index order (the token pass). The request
+    limit is decided when its pass ends, before the first token read (vLLM
+    0.30.0's order: a request rejected by the request limit reads no tokens);
+    `decide()` applies the token decision once every read is made. In
+    write-then-check the reservations (of `n` in counter 0 and of the request's
+    tokens in counter 1) are already in the own slot when the check is made,
+    and every way out but admission gives them back.
     """
 
     __slots__ = (
