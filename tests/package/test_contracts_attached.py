@@ -4,8 +4,8 @@
 imported, which Python does before any of its modules. Each test runs a fresh
 interpreter that imports one module first, with contracts on and under `python -O`,
 and probes one contract of each class and the module function: with contracts on the
-icontract wording (`is None or an int >= 0: is_limit(...)`), under `python -O` the
-guards (the body's `must be`, and the preconditions `require` keeps). A copy of the
+icontract wording (the condition's text, `is_limit(...)`), under `python -O` the
+preconditions `require` keeps (their description, without the condition's text). A copy of the
 package whose `queueref.admission` no longer attaches them shows the probe failing.
 """
 
@@ -58,10 +58,10 @@ check(queueref.allocate_admission_counters is allocate, "the public name is the 
 # kept under -O: the preconditions declared with `require`
 check("ADM-ALLOC-1" in refusal(allocate, 0, 1), "ADM-ALLOC-1")
 check("ADM-STATS-1" in refusal(SharedAdmissionStats, [0] * 8, 1, 1), "ADM-STATS-1")
-# icontract's wording with contracts on, the body's guard under -O
+# icontract's wording with contracts on, the kept precondition's under -O
 limit = refusal(AdmissionController, max_num_queued_reqs=-1)
 check(("is_limit(max_num_queued_reqs)" in limit) == on, limit)
-check(("must be None or an int >= 0" in limit) != on, limit)
+check("ADM-CTL-1: max_num_queued_reqs is None or an int >= 0" in limit, limit)
 for method in (RequestTracker.add, AdmissionCheck.read_next, SharedAdmissionStats.read_slot,
                AdmissionController.start_check, AdmissionController.cancel_admission):
     check((find_checker(method) is not None) == on, method)

@@ -35,7 +35,7 @@ from queueref.admission.check import AdmissionCheck
 from queueref.admission.shared_stats import SharedAdmissionStats, _checked_counts
 from queueref.admission.tracker import RequestTracker, own_token_view
 from queueref.errors import MaxQueuedTokensError, QueueOverflowError
-from queueref.validators import is_int_at_least, is_limit
+from queueref.validators import is_int_at_least
 
 __all__ = [
     "MODES",
@@ -128,20 +128,6 @@ class AdmissionController:
         token_rule: TokenRuleName | protocol.TokenRule = "ge",
         token_scope: TokenScope | None = None,
     ) -> None:
-        # ADM-CTL-1: the same checks, kept under `python -O` (no contracts).
-        for name, value in (
-            ("max_num_queued_reqs", max_num_queued_reqs),
-            ("max_num_queued_tokens", max_num_queued_tokens),
-        ):
-            if not is_limit(value):
-                raise ValueError(f"ADM-CTL-1: {name} must be None or an int >= 0, got {value!r}")
-        if mode not in MODES:
-            raise ValueError(f"ADM-CTL-1: mode must be one of {sorted(MODES)}, got {mode!r}")
-        if tracker is not None and tracker.shared_stats is not shared_stats:
-            raise ValueError(
-                "ADM-CTL-1: the tracker must refresh the shared stats the controller reads "
-                "(pass the same SharedAdmissionStats to both)"
-            )
         if token_rule not in {rule.value for rule in protocol.TokenRule}:
             raise ValueError(f"ADM-TOK-3: token_rule must be 'ge' or 'fits', got {token_rule!r}")
         scope = resolve_token_scope(token_scope, shared_stats, max_num_queued_tokens)
@@ -239,12 +225,6 @@ class AdmissionController:
         first: `n` in counter 0 and, with a token limit, the tokens in counter 1.
         Bad input raises `ValueError` and writes nothing.
         """
-        if not is_int_at_least(n, 1):
-            raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
-        if not is_int_at_least(num_prompt_tokens, 0):
-            raise ValueError(
-                f"ADM-TOK-3: num_prompt_tokens must be an int >= 0, got {num_prompt_tokens!r}"
-            )
         if self._max_num_queued_reqs is None:
             num_slots = 0  # no request limit: nothing to read (vLLM 0.30.0 reads nothing)
         elif self._shared_stats is None:
@@ -361,12 +341,6 @@ class AdmissionController:
         In write-then-check this writes the reservations back; in check-then-write an
         admission wrote nothing, so there is nothing to give back.
         """
-        if not is_int_at_least(n, 1):
-            raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
-        if not is_int_at_least(num_prompt_tokens, 0):
-            raise ValueError(
-                f"ADM-TOK-3: num_prompt_tokens must be an int >= 0, got {num_prompt_tokens!r}"
-            )
         if self.reserves and n > self._tracker.num_reserved:
             raise ValueError(
                 f"ADM-CTL-9: cannot give back {n} of {self._tracker.num_reserved} reserved requests"

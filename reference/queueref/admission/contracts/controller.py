@@ -5,8 +5,9 @@
 checks of `check_admission_postconditions`, wrapped around it with contracts on
 (icontract decorators would cost more than the check) and absent under `python -O`.
 They are written out here, not through the decision step of
-`queueref.admission.protocol`, so that a broken step is caught. The preconditions of
-the other methods are icontract's; their bodies keep the guards for `python -O`.
+`queueref.admission.protocol`, so that a broken step is caught. The preconditions on
+the arguments are declared once with `require` (kept under `python -O`); the bodies
+keep only the guards that compute what to say.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import icontract
 from queueref.admission import protocol
 from queueref.admission.controller import MODES, AdmissionController
 from queueref.admission.tracker import RequestTracker, tracker_counts
-from queueref.preconditions import install, original
+from queueref.preconditions import install, original, require
 from queueref.validators import is_int_at_least, is_limit
 
 __all__ = ["check_admission_postconditions", "tracker_matches", "within_token_limit"]
@@ -122,32 +123,28 @@ def check_admission() -> None: ...
 
 
 @install(AdmissionController)
-@icontract.require(
+@require(
     lambda max_num_queued_reqs: is_limit(max_num_queued_reqs),
     "ADM-CTL-1: max_num_queued_reqs is None or an int >= 0",
-    error=ValueError,
 )
-@icontract.require(
+@require(
     lambda max_num_queued_tokens: is_limit(max_num_queued_tokens),
     "ADM-CTL-1: max_num_queued_tokens is None or an int >= 0",
-    error=ValueError,
 )
-@icontract.require(
+@require(
     lambda mode: mode in MODES,
     "ADM-CTL-1: mode is 'check-then-write' or 'write-then-check' (or an old alias)",
-    error=ValueError,
 )
-@icontract.require(
+@require(
     lambda tracker, shared_stats: tracker_matches(tracker, shared_stats),
     "ADM-CTL-1: the tracker refreshes the same shared stats the controller reads",
-    error=ValueError,
 )
 @original(AdmissionController)
 def __init__() -> None: ...
 
 
 @install(AdmissionController)
-@icontract.require(lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1", error=ValueError)
+@require(lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1")
 @icontract.snapshot(lambda self: self.tracker.num_reserved, name="reserved")
 @icontract.ensure(
     lambda self, n, OLD, result: (
@@ -155,10 +152,9 @@ def __init__() -> None: ...
     ),
     "ADM-CTL-9: write-then-check writes its reservation first; check-then-write writes nothing",
 )
-@icontract.require(
+@require(
     lambda num_prompt_tokens: is_int_at_least(num_prompt_tokens, 0),
     "ADM-TOK-3: num_prompt_tokens is an int >= 0",
-    error=ValueError,
 )
 @icontract.snapshot(lambda self: self.tracker.num_reserved_tokens, name="reserved_tokens")
 @icontract.ensure(
@@ -174,16 +170,15 @@ def start_check() -> None: ...
 
 
 @install(AdmissionController)
-@icontract.require(lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1", error=ValueError)
+@require(lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1")
 @icontract.require(
     lambda self, n: not self.reserves or self.tracker.num_reserved >= n,
     "ADM-CTL-9: only a reservation that is held can be given back",
     error=ValueError,
 )
-@icontract.require(
+@require(
     lambda num_prompt_tokens: is_int_at_least(num_prompt_tokens, 0),
     "ADM-TOK-3: num_prompt_tokens is an int >= 0",
-    error=ValueError,
 )
 @icontract.require(
     lambda self, n, num_prompt_tokens: (
