@@ -156,7 +156,7 @@ MODULES: dict[str, Target] = {
     },
     **{
         f"admission/{name}.py": Target(f"reference/queueref/admission/{name}.py", _CONTROLLER_TESTS)
-        for name in ("controller", "check", "postconditions")
+        for name in ("controller", "check", "contracts/controller", "contracts/check")
     },
     "admission/tracker.py": Target(
         "reference/queueref/admission/tracker.py",
@@ -254,6 +254,10 @@ MODULES: dict[str, Target] = {
         ),
     ),
 }
+#: The tracker's contracts, declared beside it, are pinned by the tracker's own tests.
+MODULES["admission/contracts/tracker.py"] = Target(
+    "reference/queueref/admission/contracts/tracker.py", MODULES["admission/tracker.py"].tests
+)
 
 
 @dataclass(frozen=True)

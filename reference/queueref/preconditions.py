@@ -12,6 +12,10 @@ one declaration, never by a contract plus a guard restated in the body.
 The kept check costs one call of the condition; use it for
 checks that keep bad input out (what a body guard was for), not for the
 whole-structure postconditions, which stay icontract-only.
+
+Contracts may also be declared beside the logic, in a module the logic does not
+import: `original(owner)` under the decorators hands them the real function of
+the same name, and `install(owner)` above them puts the checked function back.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any, TypeVar, cast
 
 import icontract
 
-__all__ = ["require"]
+__all__ = ["install", "original", "require"]
 
 _Function = TypeVar("_Function", bound=Callable[..., Any])
 
@@ -116,3 +120,27 @@ def _refuse(check: _Precondition, *values: Any) -> None:
         if name != "self"  # the whole object: too long to name the problem
     )
     raise check.error(f"{check.description}: {shown}")
+
+
+def original(owner: Any) -> Callable[[Any], Any]:
+    """The real `owner.<name>` (a class's own function, or a module's) for a stub named so."""
+
+    def take(stub: Any) -> Any:
+        found = vars(owner)[stub.__name__]
+        return found.__func__ if isinstance(found, classmethod) else found
+
+    return take
+
+
+def install(owner: Any) -> Callable[[_Function], _Function]:
+    """Put the checked function back on `owner` under its own name (a classmethod stays one)."""
+
+    def put(checked: _Function) -> _Function:
+        name = inspect.unwrap(checked).__name__
+        kept: Any = checked
+        if isinstance(vars(owner)[name], classmethod):
+            kept = classmethod(checked)
+        setattr(owner, name, kept)
+        return checked
+
+    return put

@@ -18,7 +18,8 @@ import pytest
 
 from queueref.admission.check import AdmissionCheck
 from queueref.admission.controller import AdmissionController
-from queueref.admission.protocol import AdmissionPath, Protocol
+from queueref.admission.paths import AdmissionPath
+from queueref.admission.protocol import Protocol
 from queueref.admission.shared_stats import SharedAdmissionStats
 from queueref.errors import QueueOverflowError
 from queueref.verify.admission_models import State

@@ -394,28 +394,44 @@ def test_a_bad_argument_is_refused_by_the_precondition(
 @pytest.mark.parametrize(
     ("method", "args", "message"),
     [
-        ("start_check", (0, 1), "ADM-CTL-2: n must be an int >= 1"),
-        ("start_check", (1, -1), "ADM-TOK-3: num_prompt_tokens must be an int >= 0"),
-        ("cancel_admission", (0, 1), "ADM-CTL-2: n must be an int >= 1"),
-        ("cancel_admission", (1, -1), "ADM-TOK-3: num_prompt_tokens must be an int >= 0"),
-        ("cancel_admission", (1, 6), "ADM-TOK-5: cannot give back 6 of 5 reserved tokens"),
+        ("start_check", (0, 1), "ADM-CTL-2: n is an int >= 1"),
+        ("start_check", (1, -1), "ADM-TOK-3: num_prompt_tokens is an int >= 0"),
+        ("cancel_admission", (0, 1), "ADM-CTL-2: n is an int >= 1"),
+        ("cancel_admission", (1, -1), "ADM-TOK-3: num_prompt_tokens is an int >= 0"),
     ],
 )
-def test_the_argument_guards_hold_without_contracts(
+def test_the_argument_preconditions_hold_in_both_modes(
     method: str, args: tuple[int, int], message: str
 ) -> None:
-    """ADM-CTL-2, ADM-TOK-3, ADM-TOK-5: without its preconditions (as under `python -O`) each
-    method still refuses n = 0, a prompt of -1 tokens and giving back more tokens than held,
-    naming the problem, and nothing is written."""
+    """ADM-CTL-2, ADM-TOK-3: each precondition on the arguments is declared once
+    (`queueref.preconditions.require`) and refuses n = 0 and a prompt of -1 tokens with its
+    description, with contracts on and under `python -O` (`make test` runs this there too),
+    and nothing is written."""
     counters = [0] * 16
     server = _controller(
         counters, max_num_queued_reqs=4, max_num_queued_tokens=10, mode="write-then-check"
     )
     server.check_admission(1, 5)
     before = list(counters)
-    body = inspect.unwrap(getattr(AdmissionController, method))
     with pytest.raises(ValueError, match=message):
-        body(server, *args)
+        getattr(server, method)(*args)
+    assert counters == before
+    assert server.tracker.num_reserved == 1 and server.tracker.num_reserved_tokens == 5
+
+
+@pytest.mark.guard
+def test_the_token_give_back_guard_holds_without_contracts() -> None:
+    """ADM-TOK-5: without its preconditions (as under `python -O`) `cancel_admission` still
+    refuses giving back more tokens than held, naming the problem, and nothing is written."""
+    counters = [0] * 16
+    server = _controller(
+        counters, max_num_queued_reqs=4, max_num_queued_tokens=10, mode="write-then-check"
+    )
+    server.check_admission(1, 5)
+    before = list(counters)
+    body = inspect.unwrap(AdmissionController.cancel_admission)
+    with pytest.raises(ValueError, match="ADM-TOK-5: cannot give back 6 of 5 reserved tokens"):
+        body(server, 1, 6)
     assert counters == before
     assert server.tracker.num_reserved == 1 and server.tracker.num_reserved_tokens == 5
 
@@ -645,26 +661,24 @@ def test_a_bad_limit_or_mode_is_refused_by_the_precondition(
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (dict(mode="bogus"), "ADM-CTL-1: mode must be one of"),
+        (dict(mode="bogus"), "ADM-CTL-1: mode is 'check-then-write' or 'write-then-check'"),
         (
             dict(
                 shared_stats=SharedAdmissionStats([0] * 16, 2, 0),
                 tracker=RequestTracker(SharedAdmissionStats([0] * 16, 2, 0)),
             ),
-            "ADM-CTL-1: the tracker must refresh the shared stats the controller reads",
+            "ADM-CTL-1: the tracker refreshes the same shared stats the controller reads",
         ),
     ],
     ids=["mode", "tracker"],
 )
-def test_the_mode_and_tracker_guards_hold_without_contracts(
+def test_the_mode_and_tracker_preconditions_hold_in_both_modes(
     options: dict[str, Any], message: str
 ) -> None:
-    """ADM-CTL-1: without its preconditions (as under `python -O`) the constructor still
-    refuses an unknown mode and a tracker of other stats, naming the problem."""
-    init = inspect.unwrap(AdmissionController.__init__)
-    server = AdmissionController.__new__(AdmissionController)
+    """ADM-CTL-1: the constructor refuses an unknown mode and a tracker of other stats,
+    naming the problem, with contracts on and under `python -O` (one declaration each)."""
     with pytest.raises(ValueError, match=message):
-        init(server, **options)
+        AdmissionController(**options)
 
 
 @pytest.mark.parametrize("scope", ["global", "mixed", "x", "Shared"])

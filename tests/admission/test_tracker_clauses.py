@@ -19,6 +19,7 @@ from method_variants import Change, method_variant
 import queueref.config
 from queueref import RequestTracker, SharedAdmissionStats
 from queueref.admission import tracker as tracker_module
+from queueref.admission.contracts import tracker as tracker_contracts
 
 
 def _tracker(*, share_tokens: bool = False) -> tuple[RequestTracker, list[int]]:
@@ -106,9 +107,9 @@ def test_a_child_under_another_parent_is_inconsistent() -> None:
     """ADM-TRK-6: a parent that lists a tracked child whose own parent is another id."""
     tracker, _ = _tracker()
     tracker.add("p", n=2)
-    assert tracker_module._consistent(tracker)
+    assert tracker_contracts.consistent(tracker)
     tracker._states["0_p"].parent_id = "q"
-    assert not tracker_module._consistent(tracker)
+    assert not tracker_contracts.consistent(tracker)
 
 
 def _without_contracts(name: str) -> object:
@@ -617,13 +618,13 @@ def test_a_parent_without_children_or_also_a_request_is_inconsistent() -> None:
     tracker, _ = _tracker()
     tracker.add("p", n=2)
     tracker._parents["q"] = {}
-    assert not tracker_module._consistent(tracker)
+    assert not tracker_contracts.consistent(tracker)
     del tracker._parents["q"]
     tracker._states["p"] = tracker_module._RequestState(None, 0, False)
-    assert not tracker_module._consistent(tracker)
+    assert not tracker_contracts.consistent(tracker)
     del tracker._states["p"]
     tracker._states["0_p"].parent_id = "".join(["p"])  # equal to the key, another object
-    assert tracker_module._consistent(tracker)
+    assert tracker_contracts.consistent(tracker)
 
 
 @pytest.mark.guard
@@ -928,11 +929,11 @@ def test_a_cached_token_count_off_either_way_is_inconsistent() -> None:
     tracker.add("p", n=2, num_prompt_tokens=3)
     for wrong in (5, 7):
         tracker._queued_tokens = wrong
-        assert not tracker_module._consistent(tracker)
+        assert not tracker_contracts.consistent(tracker)
     tracker._queued_tokens = 6
-    assert tracker_module._consistent(tracker)
+    assert tracker_contracts.consistent(tracker)
     tracker._states["0_p"].parent_id = "a"  # "a" < "p": another parent, sorting first
-    assert not tracker_module._consistent(tracker)
+    assert not tracker_contracts.consistent(tracker)
 
 
 def test_a_child_listed_under_two_parents_is_inconsistent() -> None:
@@ -943,11 +944,11 @@ def test_a_child_listed_under_two_parents_is_inconsistent() -> None:
         tracker.add("p", n=2)
         tracker._parents[other] = {"0_p": None}
         tracker._states["0_p"].parent_id = other
-        assert not tracker_module._consistent(tracker), other
+        assert not tracker_contracts.consistent(tracker), other
     tracker, _ = _tracker()
     tracker.add("parent", n=2)
     tracker._states["0_parent"].parent_id = "".join(["par", "ent"])  # equal, not the same
-    assert tracker_module._consistent(tracker)
+    assert tracker_contracts.consistent(tracker)
 
 
 @pytest.mark.parametrize(

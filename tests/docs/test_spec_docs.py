@@ -22,7 +22,11 @@ ID = re.compile(r"\b(?:RQ|WL|ADM|OB|ORC|E2E)-[A-Z0-9]+(?:-[A-Z0-9]+)*\b")
 #: branches (queues, waiting, http, oracle checkers, ...) join this list as they are cleaned.
 CLEAN_MODULES = (
     "admission/check.py",
-    "admission/postconditions.py",
+    "admission/contracts/__init__.py",
+    "admission/contracts/check.py",
+    "admission/contracts/controller.py",
+    "admission/contracts/shared_stats.py",
+    "admission/contracts/tracker.py",
     "admission/controller.py",
     "errors.py",
     "trace/events.py",

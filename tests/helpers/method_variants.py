@@ -15,9 +15,10 @@ the real one, so a test shows that those checks catch the bug the change plants.
   its decorators, under the file name `<Name.method>`. (Monkeypatching a method onto an
   existing queue class would bypass the queue's wrapper.) A decorator that is not a
   contract (a queue's `_checked_init`) is not re-applied.
-* Any other class (the tracker, the counters, the controller) carries its contracts as
-  decorators: the method is rebuilt with them, under the module's own file name, where
-  icontract reads a condition's text.
+* Any other class (the tracker, the counters, the controller) has its contracts declared
+  beside it (`queueref.admission.contracts`) or as decorators: the method is rebuilt
+  under the module's own file name, where icontract reads a condition's text, and checked
+  by the very conditions the installed method is checked by (or its decorators, re-run).
 
 `super()` in a rebuilt method means what it meant in the original; a name the new text
 needs that the original's module lacks is passed in `uses`. The method sees a copy of its
@@ -35,7 +36,9 @@ change plants. A change that no longer applies raises `ChangeDoesNotApply`, so a
 broken copy cannot drift from what it breaks.
 
 Change the body, not a condition: icontract names a failing condition by reading its
-source from the module's file, which keeps the original text. A class invariant
+source from the module's file, which keeps the original text. A method whose contracts
+are declared beside it (`queueref.admission.contracts`) has no decorators in its source:
+the variant gets the very conditions the installed method checks. A class invariant
 (`icontract.invariant` on the class) is not re-applied: the tests that use these
 variants are about the method's own conditions.
 """
@@ -165,7 +168,10 @@ def broken_class(
     # the variant's method is compiled with its original's decorators.
     decorators = not isinstance(owner, icontract.DBCMeta)
     for method, source in changed_sources(owner, name, changes, decorators).items():
-        namespace[method] = _compiled_method(owner, name, method, source, uses or {}, decorators)
+        function = _compiled_method(owner, name, method, source, uses or {}, decorators)
+        if decorators and not source.lstrip().startswith("@"):  # contracts declared apart
+            function = _with_installed_contracts(function, owner, method)
+        namespace[method] = function
     variant = type(owner)(name, (owner,), namespace)
     VARIANT_CHANGES[variant] = changes
     return variant
@@ -204,4 +210,18 @@ def method_variant(owner: type, name: str, *changes: Change) -> Callable[..., An
     )
     exec(code, scope)
     function: Callable[..., Any] = scope[name]
+    if not source.lstrip().startswith("@"):
+        function = _with_installed_contracts(function, owner, name)
+    return function
+
+
+def _with_installed_contracts(function: Any, owner: type, name: str) -> Any:
+    """`function` checked by the conditions `owner.<name>` is checked by, when those are
+    declared apart from its source (`queueref.admission.contracts`), else as it is."""
+    installed = icontract._checkers.find_checker(getattr(owner, name))
+    if installed is None:
+        return function
+    function = icontract._checkers.decorate_with_checker(function)
+    for conditions in ("__preconditions__", "__postcondition_snapshots__", "__postconditions__"):
+        setattr(function, conditions, getattr(installed, conditions))
     return function

@@ -17,7 +17,7 @@ chain:
         -> waiting.state -> waiting.checks -> waiting.step -> waiting.lifecycle
     queues.priority -> queues.checks -> queues.clauses -> queues.contracts
     validators, errors -> admission.protocol -> admission.shared_stats -> admission.tracker
-        -> admission.check -> admission.postconditions -> admission.controller -> admission.front
+        -> admission.check -> admission.controller -> admission.front
 
 Each check is also run on a copy of the package with one planted import, to
 show that it fails for the reason it claims.
@@ -78,7 +78,6 @@ CHAINS: tuple[tuple[str, ...], ...] = (
         "admission.shared_stats",
         "admission.tracker",
         "admission.check",
-        "admission.postconditions",
         "admission.controller",
         "admission.front",
         "runtime.servers",

@@ -61,7 +61,7 @@ GUARD_REMOVALS = [
     GuardRemoval(
         # A precondition declared once (`queueref.preconditions.require`) is the guard.
         name="ADM-TOK-6 negative token limit accepted",
-        module="admission/shared_stats.py",
+        module="admission/contracts/shared_stats.py",
         old='lambda max_num_queued_tokens: is_limit(max_num_queued_tokens),\n    "ADM-TOK-6',
         new='lambda max_num_queued_tokens: True,\n    "ADM-TOK-6',
         test_file="admission/test_admission_tokens.py",

@@ -15,7 +15,7 @@ import pytest
 
 from queueref.admission.controller import AdmissionController
 from queueref.admission.front import APIServer
-from queueref.admission.protocol import AdmissionPath
+from queueref.admission.paths import AdmissionPath
 from queueref.admission.shared_stats import SharedAdmissionStats
 from queueref.errors import AdmissionRejected, QueueOverflowError
 from queueref.runtime.http.render import (

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from processes import wait_gone
 
-from queueref.admission.protocol import AdmissionPath
+from queueref.admission.paths import AdmissionPath
 from queueref.cli import main as cli
 from queueref.oracle.trace_check import check_admission_trace
 from queueref.runtime.http.group import HttpServers

@@ -1,7 +1,7 @@
 """ADM-PRE-1 .. ADM-PRE-7: vLLM's admission path and the preflight reservations, exhaustively.
 
 The expected values are the formulas of `specs/admission.md` written out here, not
-`protocol.path_bound`; the full table (N = 1..3, M = 0..3, W = 1..2) is checked by
+`paths.path_bound`; the full table (N = 1..3, M = 0..3, W = 1..2) is checked by
 `tools/bound_table.py`. Every broken variant must be refuted (the checks have teeth).
 """
 
@@ -16,7 +16,7 @@ from types import ModuleType
 
 import pytest
 
-from queueref.admission.protocol import AdmissionPath
+from queueref.admission.paths import AdmissionPath
 from queueref.cli.main import main
 from queueref.verify.path_models import Broken, PathModel, PathStep
 from queueref.verify.path_search import (

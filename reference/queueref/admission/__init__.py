@@ -9,3 +9,5 @@ Read in this order:
 4. `controller` -- `AdmissionController.check_admission`: the decision.
 5. `front` -- an API server's front door: check, register, finish.
 """
+
+from queueref.admission import contracts as contracts  # attaches the contracts

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import typing
 
-import icontract
-
 from queueref.admission import protocol
 from queueref.admission.shared_stats import SharedAdmissionStats
 from queueref.admission.tracker import RequestTracker
@@ -51,18 +49,15 @@ class CheckSettings(typing.Protocol):
 class AdmissionCheck:
     """One admission check of one server, taken one slot read at a time.
 
-    Made by `AdmissionController.start_check`; `read_next()` reads exactly one
-    counter (one `__getitem__`): first counter 0 of every slot in index order
-    (the request pass), then -- with a token limit -- counter 1 of every slot
-    in index order (the token pass). The request limit is decided
-    when its pass ends, before the first token read (vLLM 0.30.0's order:
-    a request rejected by the request limit reads no tokens); `decide()`
-    applies the token decision once every read is made.
-    `check_admission` is `start_check` + `read_next` until `done` + `decide`;
-    tests and models drive the steps themselves to interleave other servers.
-    In write-then-check the reservations (of `n` in counter 0 and of the
-    request's tokens in counter 1) are already in the own slot when the
-    check is made, and every way out but admission gives them back.
+    `read_next()` reads exactly one counter (one `__getitem__`): first counter 0
+    of every slot in index order (the request pass), then -- with a token limit
+    -- counter 1 of every slot in index order (the token pass). The request
+    limit is decided when its pass ends, before the first token read (vLLM
+    0.30.0's order: a request rejected by the request limit reads no tokens);
+    `decide()` applies the token decision once every read is made. In
+    write-then-check the reservations (of `n` in counter 0 and of the request's
+    tokens in counter 1) are already in the own slot when the check is made,
+    and every way out but admission gives them back.
     """
 
     __slots__ = (
@@ -194,17 +189,6 @@ class AdmissionCheck:
         # ADM-RISK-2: the local scope reads the server's own tokens, never counter 1.
         return tracker.get_num_queued_tokens() + tracker.num_reserved_tokens
 
-    @icontract.require(
-        lambda self: self.is_open, "ADM-CTL-7: the check is still open", error=RuntimeError
-    )
-    @icontract.require(
-        lambda self: not self.done, "ADM-CTL-7: a slot is left to read", error=RuntimeError
-    )
-    @icontract.snapshot(lambda self: self.reads, name="reads")
-    @icontract.ensure(
-        lambda self, OLD: self.reads == OLD.reads + 1,
-        "ADM-CTL-7, ADM-TOK-2: one read advances by exactly one slot of one pass",
-    )
     def read_next(self) -> int:
         """Read the next counter: one `__getitem__` of counter 0, then of counter 1.
 
@@ -234,15 +218,6 @@ class AdmissionCheck:
         self._token_state = self._token_state.read(value)
         return value
 
-    @icontract.require(
-        lambda self: self.is_open, "ADM-CTL-7: the check is still open", error=RuntimeError
-    )
-    @icontract.require(
-        lambda self: self.done,
-        "ADM-CTL-7: decide only after every slot is read",
-        error=RuntimeError,
-    )
-    @icontract.ensure(lambda self: not self.is_open, "ADM-CTL-7: a decided check is closed")
     def decide(self) -> int | None:
         """Admit (return the view read, None without a request limit) or raise.
 

@@ -3,9 +3,9 @@
 Models `AsyncLLM.check_admission` of `vllm/v1/engine/async_llm.py` (vLLM
 PR #54746). The semantics are stated in `specs/admission.md`. The shared
 counters are in `queueref.admission.shared_stats`, the step-wise check in
-`queueref.admission.check`, the postconditions of an admission in
-`queueref.admission.postconditions`, the errors in `queueref.errors`, the
-argument checks in `queueref.validators`.
+`queueref.admission.check`, the errors in `queueref.errors`, the argument
+checks in `queueref.validators`; the contracts, with the postconditions of an
+admission, in `queueref.admission.contracts.controller`.
 
 Deliberate divergences from vLLM:
 
@@ -30,15 +30,12 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-import icontract
-
 from queueref.admission import protocol
 from queueref.admission.check import AdmissionCheck
-from queueref.admission.postconditions import check_admission_postconditions, tracker_matches
 from queueref.admission.shared_stats import SharedAdmissionStats, _checked_counts
-from queueref.admission.tracker import RequestTracker, own_token_view, tracker_counts
+from queueref.admission.tracker import RequestTracker, own_token_view
 from queueref.errors import MaxQueuedTokensError, QueueOverflowError
-from queueref.validators import is_int_at_least, is_limit
+from queueref.validators import is_int_at_least
 
 __all__ = [
     "MODES",
@@ -119,26 +116,6 @@ class AdmissionController:
     `<= max_num_queued_reqs`, else write it back and reject.
     """
 
-    @icontract.require(
-        lambda max_num_queued_reqs: is_limit(max_num_queued_reqs),
-        "ADM-CTL-1: max_num_queued_reqs is None or an int >= 0",
-        error=ValueError,
-    )
-    @icontract.require(
-        lambda max_num_queued_tokens: is_limit(max_num_queued_tokens),
-        "ADM-CTL-1: max_num_queued_tokens is None or an int >= 0",
-        error=ValueError,
-    )
-    @icontract.require(
-        lambda mode: mode in MODES,
-        "ADM-CTL-1: mode is 'check-then-write' or 'write-then-check'",
-        error=ValueError,
-    )
-    @icontract.require(
-        lambda tracker, shared_stats: tracker_matches(tracker, shared_stats),
-        "ADM-CTL-1: the tracker refreshes the same shared stats the controller reads",
-        error=ValueError,
-    )
     def __init__(
         self,
         max_num_queued_reqs: int | None = None,
@@ -149,20 +126,6 @@ class AdmissionController:
         token_rule: TokenRuleName | protocol.TokenRule = "ge",
         token_scope: TokenScope | None = None,
     ) -> None:
-        # ADM-CTL-1: the same checks, kept under `python -O` (no contracts).
-        for name, value in (
-            ("max_num_queued_reqs", max_num_queued_reqs),
-            ("max_num_queued_tokens", max_num_queued_tokens),
-        ):
-            if not is_limit(value):
-                raise ValueError(f"ADM-CTL-1: {name} must be None or an int >= 0, got {value!r}")
-        if mode not in MODES:
-            raise ValueError(f"ADM-CTL-1: mode must be one of {sorted(MODES)}, got {mode!r}")
-        if not tracker_matches(tracker, shared_stats):
-            raise ValueError(
-                "ADM-CTL-1: the tracker must refresh the shared stats the controller reads "
-                "(pass the same SharedAdmissionStats to both)"
-            )
         if token_rule not in {rule.value for rule in protocol.TokenRule}:
             raise ValueError(f"ADM-TOK-3: token_rule must be 'ge' or 'fits', got {token_rule!r}")
         scope = resolve_token_scope(token_scope, shared_stats, max_num_queued_tokens)
@@ -252,30 +215,6 @@ class AdmissionController:
         """Whether a check writes a reservation before reading."""
         return self._protocol is _WRITE_THEN_CHECK and self._max_num_queued_reqs is not None
 
-    @icontract.require(
-        lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1", error=ValueError
-    )
-    @icontract.snapshot(lambda self: self.tracker.num_reserved, name="reserved")
-    @icontract.ensure(
-        lambda self, n, OLD, result: (
-            self.tracker.num_reserved == OLD.reserved + (n if self.reserves else 0)
-        ),
-        "ADM-CTL-9: write-then-check writes its reservation first; check-then-write writes nothing",
-    )
-    @icontract.require(
-        lambda num_prompt_tokens: is_int_at_least(num_prompt_tokens, 0),
-        "ADM-TOK-3: num_prompt_tokens is an int >= 0",
-        error=ValueError,
-    )
-    @icontract.snapshot(lambda self: self.tracker.num_reserved_tokens, name="reserved_tokens")
-    @icontract.ensure(
-        lambda self, n, num_prompt_tokens, OLD: (
-            self.tracker.num_reserved_tokens
-            == OLD.reserved_tokens + (n * num_prompt_tokens if self.reserves_tokens else 0)
-        ),
-        "ADM-TOK-5: write-then-check writes its tokens first; check-then-write writes none",
-    )
-    @icontract.ensure(lambda self, result: result.is_open, "ADM-CTL-7: a started check is open")
     def start_check(self, n: int = 1, num_prompt_tokens: int = 1) -> AdmissionCheck:
         """Start a check of `n` samples of a prompt of `num_prompt_tokens` tokens.
 
@@ -284,12 +223,6 @@ class AdmissionController:
         first: `n` in counter 0 and, with a token limit, the tokens in counter 1.
         Bad input raises `ValueError` and writes nothing.
         """
-        if not is_int_at_least(n, 1):
-            raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
-        if not is_int_at_least(num_prompt_tokens, 0):
-            raise ValueError(
-                f"ADM-TOK-3: num_prompt_tokens must be an int >= 0, got {num_prompt_tokens!r}"
-            )
         if self._max_num_queued_reqs is None:
             num_slots = 0  # no request limit: nothing to read (vLLM 0.30.0 reads nothing)
         elif self._shared_stats is None:
@@ -333,9 +266,7 @@ class AdmissionController:
 
         Over a C-level counter buffer each pass is one C-level read
         of every slot; over any other buffer (or without shared stats) this is
-        `start_check`, `read_next` until `done`, `decide`. The postconditions
-        are the O(1) `if __debug__` checks of `check_admission_postconditions`
-        rather than icontract decorators, which would cost more than the check.
+        `start_check`, `read_next` until `done`, `decide`.
         """
         stats = self._shared_stats
         if (
@@ -352,8 +283,6 @@ class AdmissionController:
         # first token read. Written out flat because it is the hot path of every request.
         assert stats is not None  # made one-pass only with shared stats
         tracker = self._tracker
-        if __debug__:
-            before = tracker_counts(tracker)
         tokens = n * num_prompt_tokens
         limit = self._max_num_queued_reqs
         token_limit = self._max_num_queued_tokens
@@ -392,74 +321,24 @@ class AdmissionController:
             if tokens_reserved:
                 tracker.release_token_reservation(tokens)
             raise
-        if __debug__:
-            check_admission_postconditions(self, n, num_prompt_tokens, view, before)
         return view
 
     def _check_step_by_step(self, n: int, num_prompt_tokens: int) -> int | None:
         """The check as `start_check`, `read_next` until `done`, `decide`."""  # ADM-CTL-7
         if not is_int_at_least(n, 1):
             raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
-        if __debug__:
-            before = tracker_counts(self._tracker)
         check = self.start_check(n, num_prompt_tokens)
         while not check.done:
             check.read_next()
         view = check.decide()
-        if __debug__:
-            check_admission_postconditions(self, n, num_prompt_tokens, view, before)
         return view
 
-    @icontract.require(
-        lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1", error=ValueError
-    )
-    @icontract.require(
-        lambda self, n: not self.reserves or self.tracker.num_reserved >= n,
-        "ADM-CTL-9: only a reservation that is held can be given back",
-        error=ValueError,
-    )
-    @icontract.require(
-        lambda num_prompt_tokens: is_int_at_least(num_prompt_tokens, 0),
-        "ADM-TOK-3: num_prompt_tokens is an int >= 0",
-        error=ValueError,
-    )
-    @icontract.require(
-        lambda self, n, num_prompt_tokens: (
-            not is_int_at_least(num_prompt_tokens, 0)  # refused by ADM-TOK-3's precondition
-            or not is_int_at_least(n, 1)  # refused by ADM-CTL-2's precondition
-            or not self.reserves_tokens
-            or self.tracker.num_reserved_tokens >= n * num_prompt_tokens
-        ),
-        "ADM-TOK-5: only a token reservation that is held can be given back",
-        error=ValueError,
-    )
-    @icontract.snapshot(lambda self: self.tracker.num_reserved, name="reserved")
-    @icontract.snapshot(lambda self: self.tracker.num_reserved_tokens, name="reserved_tokens")
-    @icontract.ensure(
-        lambda self, n, OLD: (
-            self.tracker.num_reserved == OLD.reserved - (n if self.reserves else 0)
-        ),
-        "ADM-CTL-9: cancelling gives exactly the reservation back",
-    )
-    @icontract.ensure(
-        lambda self, n, num_prompt_tokens, OLD: (
-            self.tracker.num_reserved_tokens
-            == OLD.reserved_tokens - (n * num_prompt_tokens if self.reserves_tokens else 0)
-        ),
-        "ADM-TOK-5: cancelling gives exactly the token reservation back",
-    )
     def cancel_admission(self, n: int = 1, num_prompt_tokens: int = 1) -> None:
         """Give back an admission that will not be registered.
 
         In write-then-check this writes the reservations back; in check-then-write an
         admission wrote nothing, so there is nothing to give back.
         """
-        if not is_int_at_least(n, 1):
-            raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
-        if not is_int_at_least(num_prompt_tokens, 0):
-            raise ValueError(
-                f"ADM-TOK-3: num_prompt_tokens must be an int >= 0, got {num_prompt_tokens!r}"
-            )
         if self.reserves and n > self._tracker.num_reserved:
             raise ValueError(
                 f"ADM-CTL-9: cannot give back {n} of {self._tracker.num_reserved} reserved requests"

@@ -22,15 +22,11 @@ from __future__ import annotations
 import ctypes
 import multiprocessing
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, Protocol
 
-import icontract
-
-from queueref import config
 from queueref.admission import protocol
 from queueref.errors import AdmissionCounterError
-from queueref.preconditions import require
-from queueref.validators import is_index, is_int, is_int_at_least, is_limit
+from queueref.validators import is_index, is_int, is_int_at_least
 
 #: The key under which vLLM 0.30.0 hands the buffer to a server (ADM-RISK-3).
 CONFIG_KEY: Final = "mp_admission_counters"
@@ -46,54 +42,6 @@ class AdmissionCounterBuffer(Protocol):
     def __getitem__(self, index: int, /) -> int: ...
 
     def __setitem__(self, index: int, value: int, /) -> None: ...
-
-
-def is_private_buffer(counters: object) -> bool:
-    """Whether a buffer can be re-read in a contract without side effects or races.
-
-    Only a plain `list` qualifies: a shared `RawArray` changes under the feet
-    of a contract (other processes write it), and a custom buffer may call
-    back on every read. Frame conditions that re-read slots are restricted to
-    private buffers.
-    """
-    return type(counters) is list
-
-
-def _whole_buffer(counters: object) -> list[int] | None:
-    """A copy of a private buffer for a deep frame condition, else None."""
-    if config.deep_checks() and isinstance(counters, list) and is_private_buffer(counters):
-        return list(counters)
-    return None
-
-
-def _only_own_counter_changed(
-    stats: SharedAdmissionStats, count: int, before: list[int] | None, counter: int = 0
-) -> bool:
-    """The frame condition of a write: counter `counter` of the own slot, nothing else."""
-    if before is None:
-        return True
-    # Computed from the index, not from the cached offset, so a corrupt offset is caught.
-    own = stats.client_index * stats.COUNTERS_PER_SLOT + counter
-    expected = [count if index == own else value for index, value in enumerate(before)]
-    return _whole_buffer(stats.counters) == expected
-
-
-def _buffer_holds(counters: object, client_count: object) -> bool:
-    """Whether a buffer of known length holds the counters of `client_count` servers."""
-    length = _buffer_length(counters)
-    if length is None or not is_int_at_least(client_count, 1):
-        return True
-    return length >= SharedAdmissionStats.num_counters(client_count)
-
-
-def _buffer_length(counters: object) -> int | None:
-    """The length of a buffer when it has one (lists and ctypes arrays do)."""
-    if isinstance(counters, (list, ctypes.Array)):
-        return len(counters)
-    try:
-        return len(counters)  # type: ignore[arg-type]
-    except TypeError:
-        return None
 
 
 # ADM-CTL-11: the one-pass read of a whole pass over a C-level counter buffer.
@@ -138,48 +86,6 @@ def _read_in_one_pass(view: memoryview, counter: int) -> int:
     return protocol._read_all(0, _checked_counts(view.tolist(), counter))
 
 
-def _is_the_sum_of(stats: SharedAdmissionStats, result: int, counter: int) -> bool:
-    """The deep postcondition of a sum: it equals counter `counter` summed over every slot.
-
-    Re-reads the slots, so only over a private buffer and with deep checks on.
-    """
-    if not config.deep_checks() or not is_private_buffer(stats.counters):
-        return True
-    step = stats.COUNTERS_PER_SLOT
-    return result == sum(
-        stats.counters[index * step + counter] for index in range(stats.client_count)
-    )
-
-
-def _slot_in_range(self: SharedAdmissionStats, client_index: int) -> bool:
-    return is_index(client_index, self.client_count)
-
-
-def _not_negative(result: int) -> bool:
-    return result >= 0
-
-
-_Reader = TypeVar("_Reader", bound=Callable[..., int])
-
-
-def _slot_read(requirement: str, what: str) -> Callable[[_Reader], _Reader]:
-    """The contracts of a one-slot read: the index is in range, the value is never negative.
-
-    Named conditions, not lambdas: icontract shows a lambda's source only
-    when it is written in a decorator line.
-    """
-
-    def wrap(read: _Reader) -> _Reader:
-        read = icontract.ensure(_not_negative, f"{requirement}: a {what} read is never negative")(
-            read
-        )
-        return icontract.require(
-            _slot_in_range, f"{requirement}: a slot index is in range", error=IndexError
-        )(read)
-
-    return wrap
-
-
 # ---------------------------------------------------------------------------
 # Shared counters
 # ---------------------------------------------------------------------------
@@ -207,18 +113,6 @@ class SharedAdmissionStats:
     REQUEST_COUNT: Final = 0
     QUEUED_TOKENS: Final = 1
 
-    @require(
-        lambda client_count: is_int_at_least(client_count, 1),
-        "ADM-STATS-1: client_count is an int >= 1",
-    )
-    @require(
-        lambda client_count, client_index: is_index(client_index, client_count),
-        "ADM-STATS-1: 0 <= client_index < client_count",
-    )
-    @require(
-        lambda counters, client_count: _buffer_holds(counters, client_count),
-        "ADM-STATS-1: the buffer holds num_counters(client_count) counters",
-    )
     def __init__(
         self, counters: AdmissionCounterBuffer, client_count: int, client_index: int
     ) -> None:
@@ -235,12 +129,6 @@ class SharedAdmissionStats:
         """Whether a whole pass reads every slot in one C-level pass."""  # ADM-CTL-11
         return self._request_view is not None
 
-    @require(
-        lambda counter: (
-            counter in (SharedAdmissionStats.REQUEST_COUNT, SharedAdmissionStats.QUEUED_TOKENS)
-        ),
-        "ADM-CTL-11: the counter is 0 (requests) or 1 (queued tokens)",
-    )
     def pass_reader(self, counter: int) -> Callable[[], list[int]] | None:
         """The one-pass read of counter `counter` of every slot, or None.
 
@@ -264,15 +152,6 @@ class SharedAdmissionStats:
         return _checked_counts(view.tolist(), counter)
 
     @classmethod
-    @icontract.require(
-        lambda client_count: is_int_at_least(client_count, 1),
-        "ADM-LAYOUT-2: client_count is an int >= 1",
-        error=ValueError,
-    )
-    @icontract.ensure(
-        lambda cls, client_count, result: result == client_count * cls.COUNTERS_PER_SLOT,
-        "ADM-LAYOUT-2: one slot of COUNTERS_PER_SLOT counters per server",
-    )
     def num_counters(cls, client_count: int) -> int:
         """How many counters `client_count` servers need."""
         if not is_int_at_least(client_count, 1):
@@ -282,11 +161,6 @@ class SharedAdmissionStats:
         return client_count * cls.COUNTERS_PER_SLOT
 
     @classmethod
-    @icontract.snapshot(lambda client_addresses: dict(client_addresses or {}), name="config")
-    @icontract.ensure(
-        lambda client_addresses, OLD: dict(client_addresses or {}) == OLD.config,
-        "ADM-RISK-3: reading the config never changes it",
-    )
     def from_config(
         cls,
         client_addresses: Mapping[str, Any] | None,
@@ -326,7 +200,6 @@ class SharedAdmissionStats:
         """The index of counter 0 of this server's slot."""
         return self._slot_offset
 
-    @_slot_read("ADM-STATS-3", "count")
     def read_slot(self, client_index: int) -> int:
         """Counter 0 of slot `client_index`: exactly one `__getitem__`.
 
@@ -354,7 +227,6 @@ class SharedAdmissionStats:
             )
         return value
 
-    @_slot_read("ADM-TOK-2", "token count")
     def read_tokens_slot(self, client_index: int) -> int:
         """Counter 1 of slot `client_index` (its queued tokens): exactly one `__getitem__`.
 
@@ -364,29 +236,12 @@ class SharedAdmissionStats:
         self._check_slot_index(client_index)
         return self._read(client_index, self.QUEUED_TOKENS)
 
-    @icontract.require(
-        lambda count: is_int_at_least(count, 0),
-        "ADM-TOK-1: a token count is an int >= 0",
-        error=ValueError,
-    )
-    @icontract.snapshot(lambda self: _whole_buffer(self.counters), name="buffer")
-    @icontract.ensure(
-        lambda self, count, OLD: _only_own_counter_changed(
-            self, count, OLD.buffer, SharedAdmissionStats.QUEUED_TOKENS
-        ),
-        "ADM-TOK-1: a token write changes counter 1 of the writer's own slot and nothing else",
-    )
     def set_num_queued_tokens(self, count: int) -> None:
         """Write this server's queued prompt tokens to counter 1 of its own slot."""
         if not is_int_at_least(count, 0):
             raise ValueError(f"ADM-TOK-1: a token count must be an int >= 0, got {count!r}")
         self._counters[self._slot_offset + self.QUEUED_TOKENS] = count
 
-    @icontract.ensure(lambda result: result >= 0, "ADM-TOK-2: the sum is never negative")
-    @icontract.ensure(
-        lambda self, result: _is_the_sum_of(self, result, SharedAdmissionStats.QUEUED_TOKENS),
-        "ADM-TOK-2: the sum equals the sum of counter 1 of every slot",
-    )
     def get_num_queued_tokens(self) -> int:
         """The global queued prompt tokens: counter 1 of every slot, read one at a time.
 
@@ -394,27 +249,12 @@ class SharedAdmissionStats:
         """
         return self._sum_counter(self.QUEUED_TOKENS)
 
-    @icontract.require(
-        lambda count: is_int_at_least(count, 0),
-        "ADM-STATS-2: a count is an int >= 0",
-        error=ValueError,
-    )
-    @icontract.snapshot(lambda self: _whole_buffer(self.counters), name="buffer")
-    @icontract.ensure(
-        lambda self, count, OLD: _only_own_counter_changed(self, count, OLD.buffer),
-        "ADM-STATS-2: a write changes counter 0 of the writer's own slot and nothing else",
-    )
     def set_num_requests(self, count: int) -> None:
         """Write this server's unfinished count to counter 0 of its own slot."""
         if not is_int_at_least(count, 0):
             raise ValueError(f"ADM-STATS-2: a count must be an int >= 0, got {count!r}")
         self._counters[self._slot_offset + self.REQUEST_COUNT] = count
 
-    @icontract.ensure(lambda result: result >= 0, "ADM-STATS-3: the sum is never negative")
-    @icontract.ensure(
-        lambda self, result: _is_the_sum_of(self, result, SharedAdmissionStats.REQUEST_COUNT),
-        "ADM-STATS-3: the sum equals the sum of counter 0 of every slot",
-    )
     def get_num_requests(self) -> int:
         """The global unfinished count: counter 0 of every slot, read one at a time.
 
@@ -439,35 +279,6 @@ class SharedAdmissionStats:
         return check.view
 
 
-@require(
-    lambda num_servers: is_int_at_least(num_servers, 1),
-    "ADM-ALLOC-1: num_servers is an int >= 1",
-)
-@require(
-    lambda max_num_queued_reqs: is_limit(max_num_queued_reqs),
-    "ADM-ALLOC-1: max_num_queued_reqs is None or an int >= 0",
-)
-@require(
-    lambda max_num_queued_tokens: is_limit(max_num_queued_tokens),
-    "ADM-TOK-6: max_num_queued_tokens is None or an int >= 0",
-)
-@icontract.ensure(
-    lambda num_servers, max_num_queued_reqs, max_num_queued_tokens, result: (
-        (result is None)
-        == (num_servers == 1 or (max_num_queued_reqs is None and max_num_queued_tokens is None))
-    ),
-    "ADM-ALLOC-1, ADM-TOK-6: a buffer only for several servers with a request or token limit",
-)
-@icontract.ensure(
-    lambda num_servers, result: (
-        result is None
-        or (
-            len(result) == SharedAdmissionStats.num_counters(num_servers)
-            and all(value == 0 for value in result)
-        )
-    ),
-    "ADM-ALLOC-1: num_counters(num_servers) counters, all zero",
-)
 def allocate_admission_counters(
     num_servers: int, max_num_queued_reqs: int | None, max_num_queued_tokens: int | None = None
 ) -> Any:

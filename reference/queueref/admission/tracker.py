@@ -33,10 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import icontract
-
-from queueref import config
-from queueref.admission.shared_stats import SharedAdmissionStats, is_private_buffer
+from queueref.admission.shared_stats import SharedAdmissionStats
 from queueref.validators import is_int_at_least
 
 
@@ -61,49 +58,6 @@ class _RequestState:
     is_prefilling: bool = True
 
 
-def _consistent(tracker: RequestTracker) -> bool:
-    """The whole-structure invariant: caches equal the traversal."""
-    states = tracker._states
-    queued = sum(state.num_prompt_tokens for state in states.values() if state.is_prefilling)
-    if queued != tracker._queued_tokens:
-        return False
-    for parent_id, children in tracker._parents.items():
-        if not children or parent_id in states:
-            return False
-        for child_id in children:
-            state = states.get(child_id)
-            if state is None or state.parent_id != parent_id:
-                return False
-    return all(
-        state.parent_id is None or request_id in tracker._parents.get(state.parent_id, ())
-        for request_id, state in states.items()
-    )
-
-
-def _own_slot_current(tracker: RequestTracker) -> bool:
-    """The own slot holds unfinished + reserved (checked on private buffers only)."""
-    stats = tracker.shared_stats
-    if stats is None or not is_private_buffer(stats.counters):
-        return True
-    return bool(
-        stats.counters[stats.slot_offset + stats.REQUEST_COUNT]
-        == tracker.get_num_unfinished_requests() + tracker.num_reserved
-    )
-
-
-def _own_tokens_current(tracker: RequestTracker) -> bool:
-    """Counter 1 holds queued + reserved tokens when shared, else 0 (private buffers only)."""
-    stats = tracker.shared_stats
-    if stats is None or not is_private_buffer(stats.counters):
-        return True
-    expected = (
-        tracker.get_num_queued_tokens() + tracker.num_reserved_tokens
-        if tracker.shares_tokens
-        else 0
-    )
-    return bool(stats.counters[stats.slot_offset + stats.QUEUED_TOKENS] == expected)
-
-
 def tracker_counts(tracker: RequestTracker) -> tuple[int, int, int, int]:
     """Unfinished requests, reservations, queued tokens and token reservations, in O(1):
     from the fields, as the public readers run the invariants (10x the admission check)."""
@@ -116,18 +70,6 @@ def own_token_view(tracker: RequestTracker) -> int:
     return tracker._queued_tokens + tracker._reserved_tokens
 
 
-@icontract.invariant(
-    lambda self: (
-        self.num_reserved >= 0
-        and self.get_num_queued_tokens() >= 0
-        and self.num_reserved_tokens >= 0
-    ),
-    "ADM-TRK-7, ADM-TOK-5: counts are never negative",
-)
-@icontract.invariant(
-    lambda self: not config.deep_checks() or _consistent(self),
-    "ADM-TRK-6: the cached counts equal the tracked requests",
-)
 class RequestTracker:
     """The unfinished requests of one API server, and its slot refresh.
 
@@ -161,15 +103,6 @@ class RequestTracker:
         """Token reservations written by write-then-check checks, not yet registered."""
         return self._reserved_tokens
 
-    @icontract.require(
-        lambda self: self.shared_stats is not None,
-        "ADM-TOK-1: only a tracker with shared stats can share its tokens",
-        error=ValueError,
-    )
-    @icontract.ensure(lambda self: self.shares_tokens, "ADM-TOK-1: the tokens are shared")
-    @icontract.ensure(
-        lambda self: _own_tokens_current(self), "ADM-TOK-1: counter 1 holds the queued tokens"
-    )
     def share_tokens(self) -> None:
         """From now on write the queued tokens to counter 1 of the own slot; writes it now."""
         if self._stats is None:
@@ -238,39 +171,6 @@ class RequestTracker:
         if taken:
             raise ValueError(f"ADM-TRK-1: ids already tracked: {sorted(taken)}")
 
-    @icontract.snapshot(lambda self: self.get_num_unfinished_requests(), name="unfinished")
-    @icontract.snapshot(lambda self: self.num_reserved, name="reserved")
-    @icontract.snapshot(lambda self: self.get_num_queued_tokens(), name="tokens")
-    @icontract.ensure(
-        lambda self, n, OLD: self.get_num_unfinished_requests() == OLD.unfinished + n,
-        "ADM-TRK-1: all n children are registered",
-    )
-    @icontract.ensure(
-        lambda self, n, num_prompt_tokens, OLD: (
-            self.get_num_queued_tokens() == OLD.tokens + n * num_prompt_tokens
-        ),
-        "ADM-TRK-4: every child queues its prompt tokens",
-    )
-    @icontract.ensure(
-        lambda self, n, OLD: self.num_reserved == OLD.reserved - min(OLD.reserved, n),
-        "ADM-TRK-7: a registration takes over outstanding reservations",
-    )
-    @icontract.ensure(
-        lambda request_id, n, result: result == child_request_ids(request_id, n),
-        "ADM-TRK-1: the internal ids are the request id, or 0_id .. (n-1)_id",
-    )
-    @icontract.snapshot(lambda self: self.num_reserved_tokens, name="reserved_tokens")
-    @icontract.ensure(
-        lambda self, n, num_prompt_tokens, OLD: (
-            self.num_reserved_tokens
-            == OLD.reserved_tokens - min(OLD.reserved_tokens, n * num_prompt_tokens)
-        ),
-        "ADM-TOK-5: a registration takes over outstanding token reservations",
-    )
-    @icontract.ensure(lambda self: _own_slot_current(self), "ADM-TRK-5: add refreshes the slot")
-    @icontract.ensure(
-        lambda self: _own_tokens_current(self), "ADM-TOK-1: add writes the queued tokens"
-    )
     def add(self, request_id: str, n: int = 1, num_prompt_tokens: int = 1) -> list[str]:
         """Register a request of `n` parallel samples, all or nothing.
 
@@ -305,21 +205,6 @@ class RequestTracker:
             if not children:
                 del self._parents[state.parent_id]
 
-    @icontract.snapshot(lambda self: self.get_num_unfinished_requests(), name="unfinished")
-    @icontract.ensure(
-        lambda self, result, OLD: (
-            self.get_num_unfinished_requests() == OLD.unfinished - len(result)
-        ),
-        "ADM-TRK-2: exactly the returned requests are gone",
-    )
-    @icontract.ensure(
-        lambda self, result: not any(self.has_request(rid) for rid in result),
-        "ADM-TRK-2: an aborted request is no longer tracked",
-    )
-    @icontract.ensure(lambda self: _own_slot_current(self), "ADM-TRK-5: abort refreshes the slot")
-    @icontract.ensure(
-        lambda self: _own_tokens_current(self), "ADM-TOK-1: abort writes the queued tokens"
-    )
     def abort(self, request_ids: str | Iterable[str]) -> list[str]:
         """Abort requests; a parent id cascades to its remaining children.
 
@@ -339,20 +224,6 @@ class RequestTracker:
         self._refresh()
         return aborted
 
-    @icontract.require(
-        lambda self, request_id: request_id in self._states,
-        "ADM-TRK-3: only a tracked internal request can finish",
-        error=lambda request_id: KeyError(f"ADM-TRK-3: unknown request {request_id!r}"),
-    )
-    @icontract.snapshot(lambda self: self.get_num_unfinished_requests(), name="unfinished")
-    @icontract.ensure(
-        lambda self, OLD: self.get_num_unfinished_requests() == OLD.unfinished - 1,
-        "ADM-TRK-3: finishing ends exactly one internal request",
-    )
-    @icontract.ensure(lambda self: _own_slot_current(self), "ADM-TRK-5: finish refreshes the slot")
-    @icontract.ensure(
-        lambda self: _own_tokens_current(self), "ADM-TOK-1: finish writes the queued tokens"
-    )
     def finish(self, request_id: str) -> None:
         """An internal request finished normally; the slot is refreshed."""
         if request_id not in self._states:
@@ -360,25 +231,6 @@ class RequestTracker:
         self._drop(request_id)
         self._refresh()
 
-    @icontract.require(
-        lambda self, request_id: request_id in self._states,
-        "ADM-TRK-4: only a tracked internal request leaves prefill",
-        error=lambda request_id: KeyError(f"ADM-TRK-4: unknown request {request_id!r}"),
-    )
-    @icontract.snapshot(lambda self: self.get_num_unfinished_requests(), name="unfinished")
-    @icontract.snapshot(lambda self: self.get_num_queued_tokens(), name="tokens")
-    @icontract.snapshot(lambda self, request_id: self.prefill_tokens(request_id), name="own")
-    @icontract.ensure(
-        lambda self, OLD: self.get_num_unfinished_requests() == OLD.unfinished,
-        "ADM-TRK-4: leaving prefill is not finishing",
-    )
-    @icontract.ensure(
-        lambda self, OLD: self.get_num_queued_tokens() == OLD.tokens - OLD.own,
-        "ADM-TOK-4: exactly the request's prompt tokens leave the count (once)",
-    )
-    @icontract.ensure(
-        lambda self: _own_tokens_current(self), "ADM-TOK-1: prefill_done writes the queued tokens"
-    )
     def prefill_done(self, request_id: str) -> None:
         """The first output arrived: the request's prompt no longer queues.
 
@@ -405,17 +257,6 @@ class RequestTracker:
             raise KeyError(f"ADM-TRK-4: unknown request {request_id!r}")
         return state.num_prompt_tokens if state.is_prefilling else 0
 
-    @icontract.require(
-        lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1", error=ValueError
-    )
-    @icontract.snapshot(lambda self: self.num_reserved, name="reserved")
-    @icontract.ensure(
-        lambda self, n, OLD: self.num_reserved == OLD.reserved + n,
-        "ADM-TRK-7: a reservation adds n",
-    )
-    @icontract.ensure(
-        lambda self: _own_slot_current(self), "ADM-CTL-9: the reservation is in the slot"
-    )
     def reserve(self, n: int) -> None:
         """Add `n` to the own slot before reading it: write-then-check."""
         if not is_int_at_least(n, 1):
@@ -423,20 +264,6 @@ class RequestTracker:
         self._reserved += n
         self._refresh()
 
-    @icontract.require(
-        lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1", error=ValueError
-    )
-    @icontract.require(
-        lambda self, n: n <= self.num_reserved,
-        "ADM-TRK-7: only a held reservation can be given back",
-        error=ValueError,
-    )
-    @icontract.snapshot(lambda self: self.num_reserved, name="reserved")
-    @icontract.ensure(
-        lambda self, n, OLD: self.num_reserved == OLD.reserved - n,
-        "ADM-CTL-6: the rollback removes exactly the reservation",
-    )
-    @icontract.ensure(lambda self: _own_slot_current(self), "ADM-CTL-6: the slot is rolled back")
     def release_reservation(self, n: int) -> None:
         """Write a reservation back: the rollback of a rejected check."""
         if not is_int_at_least(n, 1) or n > self._reserved:
@@ -446,19 +273,6 @@ class RequestTracker:
         self._reserved -= n
         self._refresh()
 
-    @icontract.require(
-        lambda tokens: is_int_at_least(tokens, 0),
-        "ADM-TOK-5: a token reservation is an int >= 0",
-        error=ValueError,
-    )
-    @icontract.snapshot(lambda self: self.num_reserved_tokens, name="reserved")
-    @icontract.ensure(
-        lambda self, tokens, OLD: self.num_reserved_tokens == OLD.reserved + tokens,
-        "ADM-TOK-5: a token reservation adds its tokens",
-    )
-    @icontract.ensure(
-        lambda self: _own_tokens_current(self), "ADM-TOK-5: the token reservation is in counter 1"
-    )
     def reserve_tokens(self, tokens: int) -> None:
         """Add `tokens` to counter 1 of the own slot before reading: write-then-check."""
         if not is_int_at_least(tokens, 0):
@@ -466,22 +280,6 @@ class RequestTracker:
         self._reserved_tokens += tokens
         self._refresh_tokens()
 
-    @icontract.require(
-        lambda tokens: is_int_at_least(tokens, 0),
-        "ADM-TOK-5: a token reservation is an int >= 0",
-        error=ValueError,
-    )
-    @icontract.require(
-        lambda self, tokens: tokens <= self.num_reserved_tokens,
-        "ADM-TOK-5: only a held token reservation can be given back",
-        error=ValueError,
-    )
-    @icontract.snapshot(lambda self: self.num_reserved_tokens, name="reserved")
-    @icontract.ensure(
-        lambda self, tokens, OLD: self.num_reserved_tokens == OLD.reserved - tokens,
-        "ADM-TOK-5: the rollback removes exactly the token reservation",
-    )
-    @icontract.ensure(lambda self: _own_tokens_current(self), "ADM-TOK-5: counter 1 is rolled back")
     def release_token_reservation(self, tokens: int) -> None:
         """Write a token reservation back: the rollback of a rejected check."""
         if not is_int_at_least(tokens, 0) or tokens > self._reserved_tokens:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 
-from queueref.admission.protocol import AdmissionPath
+from queueref.admission.paths import AdmissionPath
 from queueref.cli.args import progress_line, show_progress
 from queueref.verify.admission_models import Step
 from queueref.verify.path_models import PathModel, PathStep

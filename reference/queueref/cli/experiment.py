@@ -19,7 +19,7 @@ import argparse
 import json
 import sys
 
-from queueref.admission.protocol import AdmissionPath
+from queueref.admission.paths import AdmissionPath
 from queueref.cli.args import (
     add_quiet,
     duration,

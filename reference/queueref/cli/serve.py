@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from queueref.admission.protocol import AdmissionPath, Protocol
+from queueref.admission.paths import AdmissionPath
+from queueref.admission.protocol import Protocol
 from queueref.cli.args import (
     add_protocol_argument,
     duration,

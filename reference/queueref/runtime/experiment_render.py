@@ -7,7 +7,7 @@ with the built-in client, stop them and read from the servers' own records: the
 requests rendered and then refused (wasted renders, counted by check-trace from the
 `preflight` and `reject` records, ADM-EV-7), the refusals at preflight, the 503 rate,
 the largest global in-flight count (`check_admission_trace`, the mode's measure)
-against the path's bound (`queueref.admission.protocol.path_bound`), and the clients'
+against the path's bound (`queueref.admission.paths.path_bound`), and the clients'
 p50 / p99 latency. The answer to #58192 in numbers is `specs/preflight-reservations.md`.
 """
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from queueref.admission.protocol import AdmissionPath, path_bound
+from queueref.admission.paths import AdmissionPath, path_bound
 from queueref.runtime.experiment import ModeResult, run_mode
 from queueref.runtime.http.render import PREFLIGHT_MODES, RenderConfig, RenderTime
 

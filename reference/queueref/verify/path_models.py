@@ -3,7 +3,7 @@
 The models of `queueref.verify.admission_models` have one check per request. vLLM
 0.30.0-0.33.0 admit a request in more steps (ADM-PRE-1..4 in `specs/admission.md`), and
 vLLM #58192 proposes a reservation at preflight (ADM-PRE-5, ADM-PRE-6). `PathModel`
-models each `AdmissionPath` of `queueref.admission.protocol`: N servers, one slot each, and
+models each `AdmissionPath` of `queueref.admission.paths`: N servers, one slot each, and
 K requests per server in flight at once (each waits at its own `await`).
 
 A request goes through these phases (the step names in brackets):
@@ -46,13 +46,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from queueref.admission.protocol import (
-    AdmissionPath,
-    accumulate,
-    admits_check_then_write,
-    keeps_reservation,
-    passes_preflight,
-)
+from queueref.admission.paths import AdmissionPath, passes_preflight
+from queueref.admission.protocol import accumulate, admits_check_then_write, keeps_reservation
 from queueref.verify.admission_models import Model, RawStep, State, Step
 
 # Phases of one request; its local state is (phase, n, k, v) -- the weight n, the next

@@ -1,7 +1,7 @@
 """The exhaustive search of vLLM's admission paths and the reservations at preflight.
 
 One row per (path, N, M, W, K) of `queueref bound-table --path`: the worst global count
-(`PathModel.total`) with a shortest witness, the bound of `protocol.path_bound`, and the
+(`PathModel.total`) with a shortest witness, the bound of `paths.path_bound`, and the
 two prices vLLM #58192 asks about, with no finishes and no render failures, so that every
 refusal is caused by the other requests in flight:
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 
-from queueref.admission.protocol import AdmissionPath, path_bound
+from queueref.admission.paths import AdmissionPath, path_bound
 from queueref.verify.admission_models import State
 from queueref.verify.path_models import Broken, PathModel, PathStep
 from queueref.verify.search import Exploration, Search, search

@@ -4,7 +4,7 @@ Models the path of vLLM 0.31.0-0.33.0 (`_preflight(n)` in
 `vllm/entrypoints/generate/base/serving.py`, then rendering, then
 `AsyncLLM.add_request`), and the two reservations at preflight proposed for vLLM
 issue #58192 (`specs/preflight-reservations.md`; the models are
-`queueref.admission.protocol.AdmissionPath` and `queueref.verify.path_models`):
+`queueref.admission.paths.AdmissionPath` and `queueref.verify.path_models`):
 
 * `two-check` (vLLM's): a check that writes nothing, rendering, then the check and
   registration of `APIServer.admit` (ADM-PRE-1). A refusal at the second check is a
@@ -34,7 +34,8 @@ from http import HTTPStatus
 from typing import Any, Final
 
 from queueref.admission.front import APIServer
-from queueref.admission.protocol import AdmissionPath, Protocol
+from queueref.admission.paths import AdmissionPath
+from queueref.admission.protocol import Protocol
 from queueref.errors import AdmissionRejected, MaxQueuedTokensError, QueueOverflowError
 from queueref.runtime.http.wire import CompletionBody, error_body
 from queueref.trace.events import AdmissionEvent, EventKind
