@@ -122,7 +122,7 @@ def test_exported_from_the_package() -> None:
 
     assert {"WaitingQueues", "StepDecision"} <= set(queueref.__all__)
     assert queueref.WaitingQueues is WaitingQueues and queueref.StepDecision is StepDecision
-    assert [d.name for d in StepDecision] == ["RUN", "SKIP", "STOP"]
+    assert [d.name for d in StepDecision] == ["RUN", "SKIP", "STOP", "NO_TOKENS"]
 
 
 def test_every_public_name_still_imports_from_waiting() -> None:
@@ -145,7 +145,8 @@ def test_every_public_name_still_imports_from_waiting() -> None:
     }
     assert names <= set(waiting.__all__)
     assert all(hasattr(waiting, name) for name in waiting.__all__)
-    assert waiting.LAYOUTS == ("vllm-0.30", "vllm-0.33") and waiting.IN_SKIPPED == "skipped_waiting"
+    assert waiting.LAYOUTS == ("vllm-0.30", "vllm-0.31", "vllm-0.32", "vllm-0.33")
+    assert waiting.IN_SKIPPED == "skipped_waiting"
 
 
 @pytest.mark.parametrize("module", ["queueref.waiting.lifecycle", "queueref.waiting.places"])
