@@ -139,6 +139,9 @@ class QueuerefSide:
         """`count` victims, one at a time, each the one WaitingQueues takes (WL-PRE-3)."""
         victims = []
         for _ in range(count):
+            keys = [(r.priority, r.arrival_time) for r in self.wq.running]
+            if self.policy == "priority" and keys.count(max(keys)) > 1:
+                self.exercised.add("victim-tie")  # vLLM's max keeps the first of a tie
             victim = self.wq.preempt()
             self.computed[victim.request_id] = 0
             victims.append(victim.request_id)

@@ -70,7 +70,7 @@ VARIANTS: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = (
 # Planted wrong victims (WL-PRE-3): the layouts they break, the fields they show in.
 VICTIM_VARIANTS: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = (
     ("VictimFirstRunning", ("vllm-0.30", "vllm-0.33"), frozenset({"victims"})),
-    ("VictimLastOnTie", ("vllm-0.30", "vllm-0.33"), frozenset({"victims"})),
+    ("VictimIgnoresArrival", ("vllm-0.30", "vllm-0.33"), frozenset({"victims"})),
 )
 # Planted divergences of the harness: the field each must be caught in.
 TAMPER_FIELDS = {"arrival-tie-broken": "waiting"}
@@ -112,13 +112,13 @@ def planted(seeds: range, layout: str) -> dict[str, Any]:
                 "return self.running[0]",
             ),
         ),
-        "VictimLastOnTie": waiting_variants.broken_variant(
-            "VictimLastOnTie",
+        "VictimIgnoresArrival": waiting_variants.broken_variant(
+            "VictimIgnoresArrival",
             waiting_variants.Change(
                 "_victim",
-                "PRIORITY breaks a tie of (priority, arrival_time) to the last in running",
-                "max(self.running, key",
-                "max(reversed(self.running), key",
+                "PRIORITY compares priorities only: the first in running of the largest",
+                "key=lambda r: (r.priority, r.arrival_time)",
+                "key=lambda r: r.priority",
             ),
         ),
     }
