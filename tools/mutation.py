@@ -96,6 +96,7 @@ _LIFECYCLE_TESTS = (
     "tests/waiting/test_waiting_lifecycle.py",
     "tests/waiting/test_waiting_stream.py",
     "tests/waiting/test_waiting_leave.py",
+    "tests/waiting/test_waiting_releases.py",
 )
 _LIFECYCLE_MODULES = (
     "waiting/places",
@@ -104,6 +105,7 @@ _LIFECYCLE_MODULES = (
     "waiting/step",
     "waiting/stream",
     "waiting/leave",
+    "waiting/pause",
 )
 
 #: The queues' modules, split out of queues.py by job (issue 17); all run the queue tests.

@@ -11,7 +11,7 @@ import icontract
 import pytest
 
 from queueref import Request, RequestStatus, StepDecision, WaitingQueues
-from queueref.waiting.model import LAYOUT_V033
+from queueref.waiting.model import LAYOUT_V030
 
 
 def violation_message(action: Callable[[], object]) -> str:
@@ -49,7 +49,7 @@ def places_of(wq: WaitingQueues) -> tuple[object, ...]:
     """Everything an operation could change: the places and their order (by identity),
     the statuses, the records."""
     known = {rid: (id(r), r.status) for rid, r in wq._known.items()}
-    deferred = sorted(wq.deferred_waiting) if wq.layout == LAYOUT_V033 else None
+    deferred = sorted(wq.deferred_waiting) if wq.layout != LAYOUT_V030 else None
     return (
         [id(r) for r in wq.waiting],
         [id(r) for r in wq._aside],

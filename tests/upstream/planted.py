@@ -8,8 +8,12 @@ their report entries to one JSON file.
 
 * A broken `WaitingQueues` of `tests/helpers/waiting_variants.py` (one named change of
   the real method each), and one made here.
-* A tampered harness (`differential.TAMPERS`): vLLM's victim rule replaced,
-  arrival times moved on queueref's side.
+* A wrong victim (WL-PRE-3): `WaitingQueues._victim` changed, made here.
+* A tampered harness (`differential.TAMPERS`): arrival times moved on
+  queueref's side.
+* The neighbouring release's layout (`NEIGHBOUR_LAYOUT`), compared on the
+  fields every layout shares: caught where the scenarios reach what tells
+  the two releases apart (`NEIGHBOUR_REACHABLE`; specs/upstream-versions.md).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import vllm_side
-from differential import LAYOUT_OF_RELEASE, TAMPERS, sweep
+from differential import LAYOUT_OF_RELEASE, TAMPERS, queue_family, sweep
 
 # Planted divergences: (broken WaitingQueues of tests/helpers/waiting_variants.py, the layouts
 # it breaks, the fields the comparison must report). Run with contracts off
@@ -63,8 +67,24 @@ VARIANTS: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = (
         frozenset({"from_waiting", "statuses"}),
     ),
 )
+# Planted wrong victims (WL-PRE-3): the layouts they break, the fields they show in.
+VICTIM_VARIANTS: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = (
+    ("VictimFirstRunning", ("vllm-0.30", "vllm-0.33"), frozenset({"victims"})),
+    ("VictimIgnoresArrival", ("vllm-0.30", "vllm-0.33"), frozenset({"victims"})),
+)
 # Planted divergences of the harness: the field each must be caught in.
-TAMPER_FIELDS = {"victim-first-running": "victims", "arrival-tie-broken": "waiting"}
+TAMPER_FIELDS = {"arrival-tie-broken": "waiting"}
+# Each release's scenarios run against the layout of the release next to it.
+NEIGHBOUR_LAYOUT = {
+    "0.30.0": "vllm-0.31",
+    "0.31.0": "vllm-0.30",
+    "0.32.0": "vllm-0.31",
+    "0.33.0": "vllm-0.32",
+}
+# Where the scenarios reach the difference (0.30.0 / 0.31.0: the queue layout). 0.32.0
+# differs from 0.31.0 only under PAUSED_NEW, and 0.33.0 from 0.32.0 only for a head
+# left with no tokens (encoder inputs, prefill lookahead): the scenarios drive neither.
+NEIGHBOUR_REACHABLE = frozenset({"0.30.0", "0.31.0"})
 
 
 def planted(seeds: range, layout: str) -> dict[str, Any]:
@@ -82,15 +102,34 @@ def planted(seeds: range, layout: str) -> dict[str, Any]:
                 "self.waiting.remove_requests(by_place[IN_WAITING])",
                 "pass",
             ),
-        )
+        ),
+        "VictimFirstRunning": waiting_variants.broken_variant(
+            "VictimFirstRunning",
+            waiting_variants.Change(
+                "_victim",
+                "FCFS preempts the first in running, not the last",
+                "return self.running[-1]",
+                "return self.running[0]",
+            ),
+        ),
+        "VictimIgnoresArrival": waiting_variants.broken_variant(
+            "VictimIgnoresArrival",
+            waiting_variants.Change(
+                "_victim",
+                "PRIORITY compares priorities only: the first in running of the largest",
+                "key=lambda r: (r.priority, r.arrival_time)",
+                "key=lambda r: r.priority",
+            ),
+        ),
     }
     results = {"baseline": sweep(seeds, layout)}
-    for name, layouts, _ in VARIANTS:
-        if layout in layouts:
+    for name, layouts, _ in VARIANTS + VICTIM_VARIANTS:
+        if queue_family(layout) in layouts:
             factory = extra.get(name) or getattr(waiting_variants, name)
             results[name] = sweep(seeds, layout, factory)
     for tamper in TAMPERS:
         results[tamper] = sweep(seeds, layout, tamper=tamper)
+    results["neighbour-layout"] = sweep(seeds, NEIGHBOUR_LAYOUT[vllm_side.RELEASE])
     return results
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 import vllm
-from differential import LAYOUT_OF_RELEASE, MODELLED_RELEASES, sweep
-from planted import TAMPER_FIELDS, VARIANTS
+from differential import LAYOUT_OF_RELEASE, MODELLED_RELEASES, queue_family, sweep
+from planted import NEIGHBOUR_REACHABLE, TAMPER_FIELDS, VARIANTS, VICTIM_VARIANTS
 
 import queueref.config
 
@@ -114,7 +114,11 @@ def test_planted_baseline_agrees(planted: dict[str, Any]) -> None:
 
 
 # Only the variants that break the layout under test (no skips).
-APPLICABLE = [(name, fields) for name, layouts, fields in VARIANTS if LAYOUT in layouts]
+APPLICABLE = [
+    (name, fields)
+    for name, layouts, fields in VARIANTS + VICTIM_VARIANTS
+    if queue_family(LAYOUT) in layouts
+]
 
 
 @pytest.mark.parametrize(("variant", "fields"), APPLICABLE, ids=[v[0] for v in APPLICABLE])
@@ -134,3 +138,26 @@ def test_a_tampered_harness_is_caught(planted: dict[str, Any], tamper: str, fiel
         tamper,
         entry["difference_classes"],
     )
+
+
+def test_the_neighbouring_release_layout(planted: dict[str, Any]) -> None:
+    """WL-LAY-1: the release's scenarios, run against the layout of the release next to it
+    and compared on the fields every layout shares, differ in behaviour where the scenarios
+    reach what tells the two apart (NEIGHBOUR_REACHABLE), and agree where they do not (the
+    claim of specs/upstream-versions.md: a new scenario class that reaches the difference
+    makes this fail until the release joins NEIGHBOUR_REACHABLE)."""
+    entry = planted["neighbour-layout"]
+    assert entry["layout"] != LAYOUT and entry["crashes"] == 0, entry["first_crashes"]
+    if RELEASE not in NEIGHBOUR_REACHABLE:
+        assert entry["differences"] == 0, entry["first_differences"]
+        return
+    assert entry["differences"] > 0, entry
+    assert set(entry["difference_classes"]) <= {
+        "from_waiting",
+        "victims",
+        "running",
+        "statuses",
+        "finished",
+        "paused_sessions",
+        "queueref-error",  # queueref refused what vLLM did: a request it had not run
+    }, entry["difference_classes"]

@@ -122,7 +122,7 @@ def test_exported_from_the_package() -> None:
 
     assert {"WaitingQueues", "StepDecision"} <= set(queueref.__all__)
     assert queueref.WaitingQueues is WaitingQueues and queueref.StepDecision is StepDecision
-    assert [d.name for d in StepDecision] == ["RUN", "SKIP", "STOP"]
+    assert [d.name for d in StepDecision] == ["RUN", "SKIP", "STOP", "NO_TOKENS"]
 
 
 def test_each_public_name_imports_from_the_module_that_defines_it() -> None:
@@ -133,8 +133,14 @@ def test_each_public_name_imports_from_the_module_that_defines_it() -> None:
     import queueref.waiting.places as places
 
     assert lifecycle.__all__ == ["WaitingQueues"]
-    assert places.LAYOUTS == ("vllm-0.30", "vllm-0.33") and places.IN_SKIPPED == "skipped_waiting"
-    assert (model.LAYOUT_V030, model.LAYOUT_V033) == places.LAYOUTS
+    assert places.LAYOUTS == ("vllm-0.30", "vllm-0.31", "vllm-0.32", "vllm-0.33")
+    assert places.IN_SKIPPED == "skipped_waiting"
+    assert (
+        model.LAYOUT_V030,
+        model.LAYOUT_V031,
+        model.LAYOUT_V032,
+        model.LAYOUT_V033,
+    ) == places.LAYOUTS
 
 
 @pytest.mark.parametrize("module", ["queueref.waiting.lifecycle", "queueref.waiting.places"])

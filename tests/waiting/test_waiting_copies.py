@@ -94,13 +94,15 @@ class System:
         request = requests.get(rid, Request(rid))
         if kind == "abort":
             return [r.request_id for r in wq.abort(rid)]
-        method = {
+        if kind == "preempt_victim":  # vLLM's victim (WL-PRE-3)
+            return wq.preempt().request_id
+        methods: dict[str, Callable[[Any], Any]] = {
             "preempt": wq.preempt,
             "finish": wq.finish,
             "await_stream": wq.await_stream,
             "continue_stream": wq.continue_stream,
-        }[kind]
-        return method(request)
+        }
+        return methods[kind](request)
 
 
 def operations(rng: random.Random, count: int) -> list[tuple[Any, ...]]:
@@ -111,7 +113,7 @@ def operations(rng: random.Random, count: int) -> list[tuple[Any, ...]]:
         kind = rng.choice(
             ["enqueue"] * 4
             + ["step"] * 3
-            + ["preempt", "finish", "abort", "await_stream", "continue_stream"]
+            + ["preempt", "preempt_victim", "finish", "abort", "await_stream", "continue_stream"]
         )
         if kind == "enqueue" or not ids:
             rid = f"r{number}"

@@ -103,8 +103,8 @@ EnqueueDefersEvery = broken_variant(
     Change(
         "_enqueue_waiting",
         "vllm-0.33: every request is deferred on arrival, ready ones too",
-        "if self.layout == LAYOUT_V033 and self._is_blocked(request.status):",
-        "if self.layout == LAYOUT_V033:",
+        "if self.layout != LAYOUT_V030 and self._is_blocked(request.status):",
+        "if self.layout != LAYOUT_V030:",
     ),
 )
 EnqueueKnowsTwice = broken_variant(

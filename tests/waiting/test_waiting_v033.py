@@ -69,8 +69,8 @@ def test_layout_construction() -> None:
     assert type(wq.kv_holding_waiting) is type(wq.waiting)
     assert not hasattr(wq, "skipped_waiting")
     assert not hasattr(WaitingQueues("fcfs"), "kv_holding_waiting")
-    with pytest.raises(ValueError, match="WL-LAY-1: unknown layout 'vllm-0.32'"):
-        WaitingQueues("fcfs", layout="vllm-0.32")
+    with pytest.raises(ValueError, match="WL-LAY-1: unknown layout 'vllm-0.34'"):
+        WaitingQueues("fcfs", layout="vllm-0.34")
     assert "vllm-0.33" in repr(wq) and "kv_holding_waiting=[]" in repr(wq)
 
 

@@ -17,9 +17,17 @@ from typing import Any, TypeVar
 import icontract
 
 from queueref.config import deep_checks
+from queueref.queues.factory import SchedulingPolicy
 from queueref.request import BLOCKED_STATUSES, RequestStatus
 from queueref.waiting import model as waiting_model
-from queueref.waiting.model import LAYOUT_V030, LAYOUT_V033, Contents, same
+from queueref.waiting.model import (
+    LAYOUT_V030,
+    LAYOUT_V031,
+    LAYOUT_V032,
+    LAYOUT_V033,
+    Contents,
+    same,
+)
 from queueref.waiting.places import (
     ALLOWED_STATUSES,
     ALLOWED_STATUSES_V033,
@@ -30,6 +38,7 @@ from queueref.waiting.places import (
     IN_WAITING,
     STREAMING,
     LifecycleRequest,
+    PauseState,
     StepDecision,
     StepEntry,
     is_lifecycle_request,
@@ -154,7 +163,7 @@ def _deferred_consistent(wq: WaitingState) -> bool:
     """`deferred_waiting` names waiting requests only (vllm-0.33)."""
     # WL-L33-3
     return (
-        wq.layout != LAYOUT_V033
+        wq.layout == LAYOUT_V030
         or not deep_checks()
         or all(wq._where.get(rid) in (IN_WAITING, IN_KV_HOLDING) for rid in wq.deferred_waiting)
     )
@@ -163,7 +172,7 @@ def _deferred_consistent(wq: WaitingState) -> bool:
 def _is_deferred(wq: WaitingState, request: LifecycleRequest) -> bool:
     """The request is in vllm-0.33's deferred_waiting (never, in vllm-0.30)."""
     # WL-L33-1
-    return wq.layout == LAYOUT_V033 and request.request_id in wq.deferred_waiting
+    return wq.layout != LAYOUT_V030 and request.request_id in wq.deferred_waiting
 
 
 def _layout_queues_named(wq: WaitingState) -> bool:
@@ -320,3 +329,45 @@ def _slots_respected(wq: WaitingState, max_running: int | None, n_ran: int) -> b
     """No request ran once running + paused sessions held max_running."""
     # WL-STEP-1, WL-STR-4
     return max_running is None or n_ran == 0 or len(wq.running) + len(wq._paused) <= max_running
+
+
+def _paused_selection(wq: WaitingState, result: object) -> bool:
+    """Paused, the selection is kv_holding_waiting (if not empty) under PAUSED_NEW from
+    vllm-0.32, else none."""
+    # WL-REL-1
+    if wq.pause_state is PauseState.UNPAUSED:
+        return True
+    if wq.pause_state is PauseState.PAUSED_NEW and wq.layout in (LAYOUT_V032, LAYOUT_V033):
+        return result is (wq._aside or None)
+    return result is None
+
+
+def _pause_respected(wq: WaitingState, before: Contents | None) -> bool:
+    """Under a pause the step examined only what the release lets it take."""
+    # WL-REL-1
+    if wq.pause_state is PauseState.UNPAUSED:
+        return True
+    examined = [e.request for e in wq._last_step]
+    if wq.pause_state is PauseState.PAUSED_ALL or wq.layout in (LAYOUT_V030, LAYOUT_V031):
+        return not examined
+    if before is None:  # cheap checks: the places the step left them in are not enough
+        return True
+    aside = {id(r) for r in before[1]}
+    return all(id(r) in aside for r in examined)
+
+
+def _is_vllm_victim(
+    policy: SchedulingPolicy, running: Sequence[LifecycleRequest], victim: object
+) -> bool:
+    """`victim` is the request vLLM preempts from `running` (a different statement of
+    the rule than the body's `max`: no larger key anywhere, no equal key before it)."""
+    # WL-PRE-3
+    at = next((i for i, r in enumerate(running) if r is victim), None)
+    if at is None:
+        return False
+    if policy is SchedulingPolicy.FCFS:
+        return at == len(running) - 1
+    key = (running[at].priority, running[at].arrival_time)
+    return all((r.priority, r.arrival_time) < key for r in running[:at]) and all(
+        (r.priority, r.arrival_time) <= key for r in running[at + 1 :]
+    )

@@ -1,9 +1,10 @@
 """The waiting lifecycle's ways out of running and of the queues: preempt, finish, abort.
 
 `Leaving` is the part of `queueref.waiting.lifecycle.WaitingQueues` that models vLLM's
-`_preempt_request` (a running request goes back to the front of `waiting`),
+`_preempt_request` (a running request goes back to the front of `waiting`;
+with none named, vLLM's own victim),
 a running request finishing, and `finish_requests(ids, FINISHED_ABORTED)`
-(requests leave whatever place they are in for `finished`), vLLM 0.30.0 and
+(requests leave whatever place they are in for `finished`), vLLM 0.30.0 to
 0.33.0 alike.
 """
 
@@ -19,11 +20,18 @@ from queueref.waiting import model as waiting_model
 from queueref.waiting.checks import (
     _contents,
     _is_finished_status,
+    _is_vllm_victim,
     _waiting_count,
     lifecycle_operation,
 )
-from queueref.waiting.model import LAYOUT_V033, same, without
-from queueref.waiting.places import IN_FINISHED, IN_RUNNING, IN_WAITING, LifecycleRequest
+from queueref.waiting.model import LAYOUT_V030, same, without
+from queueref.waiting.places import (
+    IN_FINISHED,
+    IN_RUNNING,
+    IN_WAITING,
+    LifecycleRequest,
+    is_lifecycle_request,
+)
 from queueref.waiting.state import WaitingState, place_of
 
 
@@ -32,53 +40,88 @@ class Leaving(WaitingState):
 
     # -- leaving running
 
-    @lifecycle_operation(
-        "preempt", shape="WL-PRE-2", running="WL-PRE-2: only a running request can be preempted"
+    def _victim(self) -> LifecycleRequest:
+        """vLLM's choice when `schedule()` must preempt (0.30.0-0.33.0 alike)."""
+        # WL-PRE-3
+        if self.policy is SchedulingPolicy.PRIORITY:
+            return max(self.running, key=lambda r: (r.priority, r.arrival_time))
+        return self.running[-1]
+
+    @icontract.require(
+        lambda request: request is None or is_lifecycle_request(request),
+        "WL-PRE-2: the request has request_id, priority, arrival_time and a RequestStatus "
+        "(or is None)",
+        error=TypeError,
     )
+    @icontract.require(
+        lambda self, request: request is not None or len(self.running) > 0,
+        "WL-PRE-3: preempt() with no request named needs a running request",
+        error=ValueError,
+    )
+    @lifecycle_operation("preempt", running="WL-PRE-2: only a running request can be preempted")
     @icontract.snapshot(lambda self: len(self.running), name="n_running")
+    @icontract.snapshot(lambda self: list(self.running), name="running")
     @icontract.snapshot(lambda self: _contents(self), name="items")
     @icontract.ensure(
-        lambda self, request, OLD: (
-            request.status is RequestStatus.PREEMPTED
-            and place_of(self, request) == IN_WAITING
+        lambda self, request, result, OLD: (
+            result is request
+            if request is not None
+            else _is_vllm_victim(self.policy, OLD.running, result)
+        ),
+        "WL-PRE-3: with no request named the victim is vLLM's: PRIORITY the first in "
+        "running with the largest (priority, arrival_time), FCFS the last in running",
+    )
+    @icontract.ensure(
+        lambda self, result, OLD: (
+            result.status is RequestStatus.PREEMPTED
+            and place_of(self, result) == IN_WAITING
             and len(self.running) == OLD.n_running - 1
         ),
         "WL-PRE-1: the request leaves running for waiting with status PREEMPTED",
     )
     @icontract.ensure(
-        lambda self, request: (
-            self.policy is not SchedulingPolicy.FCFS or self.waiting.peek_request() is request
+        lambda self, result: (
+            self.policy is not SchedulingPolicy.FCFS or self.waiting.peek_request() is result
         ),
         "WL-PRE-1: FCFS: the preempted request is at the front of waiting",
     )
     @icontract.ensure(
-        lambda self, request, OLD: (
+        lambda self, result, OLD: (
             OLD.items is None
-            or same(list(self.waiting), waiting_model.prepended(self.policy, OLD.items[0], request))
-            and same(self.running, without(OLD.items[2], [request]))
+            or same(list(self.waiting), waiting_model.prepended(self.policy, OLD.items[0], result))
+            and same(self.running, without(OLD.items[2], [result]))
             and same(list(self._aside), OLD.items[1])
         ),
         "WL-PRE-1: waiting.prepend_request (FCFS: in front; PRIORITY: in key order); the "
         "other requests keep their places",
     )
     @icontract.ensure(
-        lambda self, request: self.layout != LAYOUT_V033 or not self._holds_kv(request),
+        lambda self, result: self.layout == LAYOUT_V030 or not self._holds_kv(result),
         "WL-L33-4: a preempted request holds no KV blocks: it goes to waiting",
     )
-    def preempt(self, request: LifecycleRequest) -> None:
-        """vLLM's `_preempt_request`: running -> `waiting.prepend_request`.
+    def preempt(self, request: LifecycleRequest | None = None) -> LifecycleRequest:
+        """vLLM's `_preempt_request`: running -> `waiting.prepend_request`; returns the victim.
 
-        :raises ValueError: the request is not running
+        With no request named, the victim is vLLM's: under PRIORITY
+        the first request of `running` with the largest `(priority,
+        arrival_time)`, under FCFS the last of `running`.
+
+        :raises ValueError: the request is not running, or none is running
         :raises RuntimeError: called from a step's callback
         """
         # WL-STEP-9
         self._require_idle("preempt")
+        if request is None:
+            if not self.running:
+                raise ValueError("WL-PRE-3: preempt() with no request named: nothing is running")
+            request = self._victim()
         self._require_running(request, "WL-PRE-2")
         self._take_running(request)
         request.status = RequestStatus.PREEMPTED
         self._kv_held.discard(request.request_id)  # vLLM frees its blocks
         self.waiting.prepend_request(request)
         self._where[request.request_id] = IN_WAITING
+        return request
 
     @icontract.require(
         lambda status: _is_finished_status(status),

@@ -1,7 +1,8 @@
 """The scheduler's waiting lifecycle: the waiting queues, `running`, finished.
 
 Models the waiting-queue part of vLLM's `vllm/v1/core/sched/scheduler.py`
-(`Scheduler`) in two layouts, chosen with `WaitingQueues(policy, layout=...)`:
+(`Scheduler`) with one layout per release, chosen with
+`WaitingQueues(policy, layout=...)`:
 
 * `"vllm-0.30"` (the default): vLLM 0.30.0's `waiting` and `skipped_waiting`
   queues -- `_is_blocked_waiting_status`, `_enqueue_waiting_request`,
@@ -9,17 +10,23 @@ Models the waiting-queue part of vLLM's `vllm/v1/core/sched/scheduler.py`
   the waiting loop of `schedule()` with its per-step `step_skipped_waiting`
   queue, `_handle_stopped_request` (streaming sessions), `_preempt_request` and
   `finish_requests`.
-* `"vllm-0.33"`: vLLM 0.33.0's `kv_holding_waiting` and `waiting` queues with
-  the `deferred_waiting` set: requests holding KV blocks are drained first,
-  blocked requests stay in their queue, and a step's skipped requests go back
-  to the front of the queue their KV state picks.
+* `"vllm-0.31"`, `"vllm-0.32"`, `"vllm-0.33"`: the `kv_holding_waiting` and
+  `waiting` queues with the `deferred_waiting` set (from 0.31.0): requests
+  holding KV blocks are drained first, blocked requests stay in their queue,
+  and a step's skipped requests go back to the front of the queue their KV
+  state picks. The three differ only where `RULES` (`places`) says:
+  under PAUSED_NEW 0.32.0 drains `kv_holding_waiting` (`pause`), and
+  0.33.0 skips a head left with no tokens (`StepDecision.NO_TOKENS`).
+
+In every layout `preempt()` with no request named takes vLLM's victim (the
+same rule in 0.30.0-0.33.0).
 
 The semantics, clause by clause, are in `specs/waiting-lifecycle.md`; every
 contract (here and in the modules below) names the clause (`WL-...`) it
 enforces, and the list model the deep contracts compare a step with is
 `queueref.waiting.model`.
 
-Deliberate divergences from vLLM (0.30.0 and 0.33.0 alike):
+Deliberate divergences from vLLM (0.30.0-0.33.0 alike):
 
 * Everything the loop asks about one request besides promotion (prefix cache,
   encoder budget, LoRA cap, KV allocation, ...) is one callback,
@@ -40,7 +47,8 @@ Deliberate divergences from vLLM (0.30.0 and 0.33.0 alike):
   `finish_requests(ids, FINISHED_ABORTED)` and returns the requests in the
   order their ids were given (vLLM collects them from a set).
 * `preempt` removes the request from `running` itself; vLLM's
-  `_preempt_request` expects the caller to have popped it already.
+  `_preempt_request` expects the caller to have popped it already. The
+  running loop that decides when to preempt (KV allocation) is the caller's.
 * The vllm-0.30 PRIORITY arbitration compares the two heads by the queue key
   `(priority, arrival_time, request_id)`, as the queues order them; vLLM 0.30.0
   calls `Request.__lt__`, which compares the same key and then `id()`: the two
@@ -71,8 +79,8 @@ queue orders, the step against its list model) run only when
 `WaitingQueues` is built from one module per job: `places` (the
 vocabulary: places, statuses, a step's log, the request shape check),
 `state` (the data and the bookkeeping every operation shares),
-`checks` (what the contracts ask), `step` (selection and the
-scheduling step), `stream` (streaming sessions) and `leave`
+`checks` (what the contracts ask), `pause` (the pause states), `step`
+(selection and the scheduling step), `stream` (streaming sessions) and `leave`
 (preempt, finish, abort). This module holds the invariants, construction and
 enqueue; import the other names from the module that defines them.
 """
@@ -99,7 +107,7 @@ from queueref.waiting.checks import (
     lifecycle_operation,
 )
 from queueref.waiting.leave import Leaving
-from queueref.waiting.model import LAYOUT_V030, LAYOUT_V033, same
+from queueref.waiting.model import LAYOUT_V030, same
 from queueref.waiting.places import (
     IN_KV_HOLDING,
     IN_SKIPPED,
@@ -107,6 +115,7 @@ from queueref.waiting.places import (
     LAYOUTS,
     READY_STATUSES,
     LifecycleRequest,
+    PauseState,
     check_lifecycle_request,
     is_lifecycle_request,
 )
@@ -203,6 +212,7 @@ class WaitingQueues(SchedulingStep, StreamingSessions, Leaving, icontract.DBC):
             self.deferred_waiting = set()
         self.running = []
         self.finished = {}
+        self.pause_state = PauseState.UNPAUSED
         # What each attribute holds: `WaitingState`.
         self._known, self._where = {}, {}
         self._paused, self._kv_held = set(), set()
@@ -238,13 +248,13 @@ class WaitingQueues(SchedulingStep, StreamingSessions, Leaving, icontract.DBC):
     )
     @icontract.ensure(
         lambda self, request, OLD: (
-            self.layout != LAYOUT_V033 or place_of(self, request) == OLD.place
+            self.layout == LAYOUT_V030 or place_of(self, request) == OLD.place
         ),
         "WL-L33-1: a request holding KV blocks goes to kv_holding_waiting, any other to waiting",
     )
     @icontract.ensure(
         lambda self, request: (
-            self.layout != LAYOUT_V033
+            self.layout == LAYOUT_V030
             or (request.request_id in self.deferred_waiting)
             == RequestStatus.is_blocked(request.status)
         ),

@@ -6,12 +6,13 @@ checks). It is written with the list model of a queue, `ListQueueModel`
 sequence of queue operations on lists, replayed from the step's log (what the
 callbacks answered about each examined request).
 
-Two layouts (specs/waiting-lifecycle.md):
+Two queue layouts (specs/waiting-lifecycle.md):
 
 * `vllm-0.30`: the queues are `waiting` and `skipped_waiting`. A skipped
   request is `prepend_request`ed onto the step's queue and, at the end,
   `skipped_waiting.prepend_requests(step_skipped)` puts them back.
-* `vllm-0.33`: the queues are `waiting` and `kv_holding_waiting`. A skipped
+* `vllm-0.31` to `vllm-0.33` (they differ in nothing a step's list model
+  sees): the queues are `waiting` and `kv_holding_waiting`. A skipped
   request is gathered (front first) for the queue its KV state picks, and at
   the end each queue `prepend_requests` its own.
 """
@@ -26,6 +27,8 @@ from queueref.queues.model import ListQueueModel
 from queueref.request import RequestLike
 
 LAYOUT_V030 = "vllm-0.30"
+LAYOUT_V031 = "vllm-0.31"
+LAYOUT_V032 = "vllm-0.32"
 LAYOUT_V033 = "vllm-0.33"
 
 _R = TypeVar("_R", bound=RequestLike)

@@ -19,10 +19,44 @@ from queueref.request import (
     check_request_shape,
     is_request_shaped,
 )
-from queueref.waiting.model import LAYOUT_V030, LAYOUT_V033
+from queueref.waiting.model import LAYOUT_V030, LAYOUT_V031, LAYOUT_V032, LAYOUT_V033
 
-#: WL-LAY-1: the layouts `WaitingQueues` models, by the vLLM version they come from.
-LAYOUTS = (LAYOUT_V030, LAYOUT_V033)
+#: WL-LAY-1: the layouts `WaitingQueues` models, by the vLLM release they come from.
+LAYOUTS = (LAYOUT_V030, LAYOUT_V031, LAYOUT_V032, LAYOUT_V033)
+
+
+class ReleaseRules(NamedTuple):
+    """What one release does on the paths the lifecycle models.
+
+    Each release differs from the one before it in the fields marked with its
+    number (read in the wheels' `vllm/v1/core/sched/scheduler.py`).
+    """
+
+    # 0.31.0: kv_holding_waiting and deferred_waiting replace skipped_waiting (WL-L33-1).
+    kv_holding: bool
+    # 0.32.0: under PAUSED_NEW the waiting loop drains kv_holding_waiting (WL-REL-1).
+    paused_new_drains_kv: bool
+    # 0.33.0: a head left with no tokens to schedule is skipped, not a stop (WL-REL-3).
+    no_tokens_skips: bool
+
+
+#: WL-REL-1, WL-REL-3: each layout's rules.
+RULES: dict[str, ReleaseRules] = {
+    LAYOUT_V030: ReleaseRules(kv_holding=False, paused_new_drains_kv=False, no_tokens_skips=False),
+    LAYOUT_V031: ReleaseRules(kv_holding=True, paused_new_drains_kv=False, no_tokens_skips=False),
+    LAYOUT_V032: ReleaseRules(kv_holding=True, paused_new_drains_kv=True, no_tokens_skips=False),
+    LAYOUT_V033: ReleaseRules(kv_holding=True, paused_new_drains_kv=True, no_tokens_skips=True),
+}
+
+
+class PauseState(enum.Enum):
+    """vLLM's `PauseState` (0.30.0-0.33.0), as `Scheduler.set_pause_state` takes it."""
+
+    # WL-REL-1
+
+    UNPAUSED = "unpaused"
+    PAUSED_NEW = "paused_new"  # no new request starts
+    PAUSED_ALL = "paused_all"  # nothing is scheduled
 
 
 class LifecycleRequest(RequestLike, Protocol):
@@ -39,6 +73,17 @@ class StepDecision(enum.Enum):
     RUN = "run"  # the request is popped into `running`
     SKIP = "skip"  # cannot run this step for a reason of its own: skipped, like a blocked one
     STOP = "stop"  # budget exhausted: the request stays where it is and the step ends
+    # WL-REL-3: no token left to schedule after encoder or lookahead trimming: the
+    # release decides (STOP up to vllm-0.32, SKIP in vllm-0.33).
+    NO_TOKENS = "no_tokens"
+
+
+def release_decision(layout: str, decision: StepDecision) -> StepDecision:
+    """What the layout's release makes of `check`'s answer (NO_TOKENS: STOP or SKIP)."""
+    # WL-REL-3
+    if decision is not StepDecision.NO_TOKENS:
+        return decision
+    return StepDecision.SKIP if RULES[layout].no_tokens_skips else StepDecision.STOP
 
 
 # The places a known request can be in; each is in exactly one (WL-CONS-1).

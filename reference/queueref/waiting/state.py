@@ -14,7 +14,7 @@ from __future__ import annotations
 from queueref.queues.base import RequestQueue
 from queueref.queues.factory import SchedulingPolicy
 from queueref.request import BLOCKED_STATUSES, RequestStatus
-from queueref.waiting.model import LAYOUT_V030, LAYOUT_V033
+from queueref.waiting.model import LAYOUT_V030
 from queueref.waiting.places import (
     IN_KV_HOLDING,
     IN_RUNNING,
@@ -23,6 +23,7 @@ from queueref.waiting.places import (
     REMOTE_KVS,
     STREAMING,
     LifecycleRequest,
+    PauseState,
     StepEntry,
     check_lifecycle_request,
     is_lifecycle_request,
@@ -53,6 +54,8 @@ class WaitingState:
     deferred_waiting: set[str]  # vllm-0.33 only
     running: list[LifecycleRequest]
     finished: dict[str, LifecycleRequest]
+    # vLLM's pause state (WL-REL-1).
+    pause_state: PauseState
     # The layout's second queue (skipped_waiting or kv_holding_waiting) and its place name.
     _aside: RequestQueue
     _aside_place: str
@@ -125,7 +128,7 @@ class WaitingState:
     def _forget_state(self, request: LifecycleRequest) -> None:
         self._paused.discard(request.request_id)
         self._kv_held.discard(request.request_id)
-        if self.layout == LAYOUT_V033:
+        if self.layout != LAYOUT_V030:
             self.deferred_waiting.discard(request.request_id)
 
     # -- enqueue
@@ -155,7 +158,7 @@ class WaitingState:
         queue, place = self._queue_for(request)
         queue.add_request(request)
         self._place(request, place)
-        if self.layout == LAYOUT_V033 and self._is_blocked(request.status):
+        if self.layout != LAYOUT_V030 and self._is_blocked(request.status):
             self.deferred_waiting.add(request.request_id)
 
     def _expected_place(self, request: LifecycleRequest) -> str:

@@ -1,10 +1,9 @@
 """The waiting lifecycle's scheduling step: queue selection and the waiting loop.
 
 `SchedulingStep` is the part of `queueref.waiting.lifecycle.WaitingQueues` that models
-the waiting loop of vLLM's `Scheduler.schedule()` (vLLM 0.30.0 and 0.33.0):
-which queue's head is examined next, the callbacks asked about it (with what
-they may and may not do to it), running it, skipping it and parking the
-skipped requests at the end of the step, for both layouts.
+the waiting loop of vLLM's `Scheduler.schedule()` (0.30.0-0.33.0): which head
+is examined next (under the pause state), the callbacks asked about it,
+running it, skipping it and parking the skipped requests.
 """
 
 from __future__ import annotations
@@ -28,6 +27,8 @@ from queueref.waiting.checks import (
     _log_truthful,
     _log_well_formed,
     _no_unpromoted_runs,
+    _pause_respected,
+    _paused_selection,
     _sessions_after_step,
     _skipped_parked,
     _slots_respected,
@@ -37,7 +38,8 @@ from queueref.waiting.checks import (
     _waiting_statuses,
     lifecycle_operation,
 )
-from queueref.waiting.model import LAYOUT_V030, LAYOUT_V033
+from queueref.waiting.model import LAYOUT_V030
+from queueref.waiting.pause import Pausing
 from queueref.waiting.places import (
     IN_KV_HOLDING,
     IN_RUNNING,
@@ -45,10 +47,11 @@ from queueref.waiting.places import (
     IN_WAITING,
     READY_STATUSES,
     LifecycleRequest,
+    PauseState,
     StepDecision,
     StepEntry,
+    release_decision,
 )
-from queueref.waiting.state import WaitingState
 
 
 def _not_a_status(callback: str, status: object, before: object) -> str:
@@ -63,7 +66,7 @@ def _never_promote(request: LifecycleRequest) -> bool:
     return False
 
 
-class SchedulingStep(WaitingState):
+class SchedulingStep(Pausing):
     """`select_waiting_queue` and `schedule_step`, with the steps they are made of."""
 
     # -- selection
@@ -71,7 +74,11 @@ class SchedulingStep(WaitingState):
     def _select(self) -> RequestQueue | None:
         """The queue whose head the step examines next."""
         # WL-SEL-1, WL-SEL-2, WL-L33-2
-        if self.layout == LAYOUT_V033:
+        if not self._loop_runs():
+            return None
+        if self.layout != LAYOUT_V030:
+            if self.pause_state is PauseState.PAUSED_NEW:  # WL-REL-1: 0.32.0 and later
+                return self.kv_holding_waiting or None
             return self.kv_holding_waiting or self.waiting or None
         if self.policy is SchedulingPolicy.FCFS:
             return self.skipped_waiting or self.waiting or None
@@ -84,13 +91,22 @@ class SchedulingStep(WaitingState):
         return self.waiting or self.skipped_waiting or None
 
     @icontract.ensure(
-        lambda self, result: (result is None) == (not self.waiting and not self._aside),
-        "WL-SEL-1: no queue is selected exactly when both are empty",
+        lambda self, result: (
+            self.pause_state is not PauseState.UNPAUSED
+            or (result is None) == (not self.waiting and not self._aside)
+        ),
+        "WL-SEL-1: no queue is selected exactly when both are empty (unpaused)",
+    )
+    @icontract.ensure(
+        lambda self, result: _paused_selection(self, result),
+        "WL-REL-1: paused, only vllm-0.32 and later under PAUSED_NEW select, and only "
+        "a non-empty kv_holding_waiting",
     )
     @icontract.ensure(
         lambda self, result: (
             self.layout != LAYOUT_V030
             or self.policy is not SchedulingPolicy.FCFS
+            or self.pause_state is not PauseState.UNPAUSED
             or result is (self.skipped_waiting or self.waiting or None)
         ),
         "WL-SEL-1: FCFS selects skipped_waiting whenever it is not empty",
@@ -100,6 +116,7 @@ class SchedulingStep(WaitingState):
             self.layout != LAYOUT_V030
             or self.policy is not SchedulingPolicy.PRIORITY
             or not (self.waiting and self.skipped_waiting)
+            or self.pause_state is not PauseState.UNPAUSED
             or (result is self.waiting)
             == (
                 request_key(self.waiting.peek_request())
@@ -110,7 +127,8 @@ class SchedulingStep(WaitingState):
     )
     @icontract.ensure(
         lambda self, result: (
-            self.layout != LAYOUT_V033
+            self.layout == LAYOUT_V030
+            or self.pause_state is not PauseState.UNPAUSED
             or result is (self.kv_holding_waiting or self.waiting or None)
         ),
         "WL-L33-2: vllm-0.33 selects kv_holding_waiting whenever it is not empty, whatever "
@@ -175,7 +193,7 @@ class SchedulingStep(WaitingState):
         self.running.append(request)
         self._where[request.request_id] = IN_RUNNING
         self._kv_held.add(request.request_id)
-        if self.layout == LAYOUT_V033:
+        if self.layout != LAYOUT_V030:
             self.deferred_waiting.discard(request.request_id)
 
     def _promote(
@@ -298,6 +316,11 @@ class SchedulingStep(WaitingState):
         "WL-STEP-10: after should_continue answers False no request is examined",
     )
     @icontract.ensure(
+        lambda self, OLD: _pause_respected(self, OLD.items),
+        "WL-REL-1: PAUSED_ALL (and PAUSED_NEW up to vllm-0.31) examines no request; "
+        "PAUSED_NEW from vllm-0.32 examines kv_holding_waiting only",
+    )
+    @icontract.ensure(
         lambda self: _blocked_handled(self),
         "WL-STEP-2: a blocked head is offered to try_promote; if not promoted it is skipped",
     )
@@ -306,7 +329,7 @@ class SchedulingStep(WaitingState):
         "WL-STEP-4: every request skipped in the step (WL-STEP-3) ends in skipped_waiting",
     )
     @icontract.ensure(
-        lambda self: self.layout != LAYOUT_V033 or _skipped_parked(self),
+        lambda self: self.layout == LAYOUT_V030 or _skipped_parked(self),
         "WL-L33-3: every request skipped in the step is deferred and back in the queue of "
         "its KV state",
     )
@@ -329,7 +352,7 @@ class SchedulingStep(WaitingState):
         "step gives for its decisions",
     )
     @icontract.ensure(
-        lambda self, OLD: self.layout != LAYOUT_V033 or _step_matches_model(self, OLD.items),
+        lambda self, OLD: self.layout == LAYOUT_V030 or _step_matches_model(self, OLD.items),
         "WL-L33-3: waiting, kv_holding_waiting and running are what the list model of the "
         "step gives for its decisions",
     )
@@ -364,13 +387,13 @@ class SchedulingStep(WaitingState):
         "each queue front to back (no starvation)",
     )
     @icontract.ensure(
-        lambda self, OLD: self.layout != LAYOUT_V033 or _examined_in_order(self, OLD.items),
+        lambda self, OLD: self.layout == LAYOUT_V030 or _examined_in_order(self, OLD.items),
         "WL-L33-2: vllm-0.33: every request of kv_holding_waiting is examined before any "
         "of waiting, each queue in its order",
     )
     @icontract.ensure(
         lambda self, result: (
-            self.layout != LAYOUT_V033
+            self.layout == LAYOUT_V030
             or all(r.request_id not in self.deferred_waiting for r in result)
         ),
         "WL-L33-3: vllm-0.33: a request that runs is no longer deferred",
@@ -417,7 +440,8 @@ class SchedulingStep(WaitingState):
             return answer
 
         def ask_check(request: LifecycleRequest) -> StepDecision:
-            answer = check(request)
+            # WL-REL-3: NO_TOKENS is recorded as the layout's release takes it.
+            answer = release_decision(self.layout, check(request))
             decided[id(request)] = answer
             return answer
 
@@ -431,7 +455,7 @@ class SchedulingStep(WaitingState):
         scheduled: list[LifecycleRequest] = []
         self._step_skipped = step_skipped
         try:
-            while self.waiting or self._aside:
+            while (self.waiting or self._aside) and self._loop_runs():
                 if not self._may_continue(should_continue) or self._slots_full(max_running):
                     break
                 queue = self._select()

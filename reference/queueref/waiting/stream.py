@@ -14,7 +14,7 @@ import icontract
 from queueref.request import RequestStatus
 from queueref.waiting import model as waiting_model
 from queueref.waiting.checks import _contents, _is_deferred, lifecycle_operation
-from queueref.waiting.model import LAYOUT_V033, same, without
+from queueref.waiting.model import LAYOUT_V030, same, without
 from queueref.waiting.places import (
     IN_RUNNING,
     IN_WAITING,
@@ -64,7 +64,7 @@ class StreamingSessions(WaitingState):
             and place_of(self, request) == self._aside_place
             and len(self.running) == OLD.n_running - 1
             and len(self._paused) == OLD.n_paused + 1
-            and (self.layout != LAYOUT_V033 or _is_deferred(self, request))
+            and (self.layout == LAYOUT_V030 or _is_deferred(self, request))
         ),
         "WL-STR-1: the request leaves running as WAITING_FOR_STREAMING_REQ, a paused "
         "session, for skipped_waiting (vllm-0.30) or kv_holding_waiting, deferred (vllm-0.33)",
