@@ -99,18 +99,22 @@ def search_packed(
                     best[i] = value
             for p in servers:
                 mine = locals_[p]
-                entry = known[p << BITS | mine] or learn(p, mine)
-                moves, reads = entry
-                if reads:
-                    key = (1 << BITS | p) << BITS | mine  # the leading 1 marks the length
-                    for shift, counter in reads:  # a value read is a count: below 2**BITS
-                        key = key << BITS | counters[(state >> shift) & mask][counter]
-                    after = after_read.get(key)
-                    if after is None:
-                        values = tuple(key >> (BITS * i) & mask for i in range(len(reads)))
-                        after = learn_read(p, mine, values[::-1], key)
-                    moves = moves + after
+                moves, reads = known[p << BITS | mine] or learn(p, mine)
                 for step in moves:
+                    new = state + step
+                    if new not in seen:
+                        add(new)
+                        push(new)
+                if not reads:
+                    continue
+                key = (1 << BITS | p) << BITS | mine  # the leading 1 marks the length
+                for shift, counter in reads:  # a value read is a count: below 2**BITS
+                    key = key << BITS | counters[(state >> shift) & mask][counter]
+                after = after_read.get(key)
+                if after is None:
+                    values = tuple(key >> (BITS * i) & mask for i in range(len(reads)))
+                    after = learn_read(p, mine, values[::-1], key)
+                for step in after:
                     new = state + step
                     if new not in seen:
                         add(new)
