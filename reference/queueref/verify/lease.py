@@ -165,7 +165,7 @@ def _decisions(
 
 def _reads(state: _CompactState, p: int, cap: int, weight: int) -> list[tuple[_CompactState, int]]:
     """p's check reads its next slot (an idle server starts and reads slot 0); its own slot
-    is read in the same step as what follows it (OB-LEASE-4)."""
+    is read in the same step as what follows it."""
     # OB-LEASE-4: p's count does not change while p's own check runs (p finishes only
     # between its checks and admits only at the decision), p reads it as its own count,
     # lapsed or not, and nobody reads p's check: every move between the own read and the

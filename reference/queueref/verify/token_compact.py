@@ -145,7 +145,7 @@ def joint_reads(
     whether it decides in the same step.
 
     Its own slot is read in the same step as what comes after it: the next read, or after
-    the last read of the token pass the decision (OB-TOK-6, see `joint_successors`).
+    the last read of the token pass the decision (`joint_successors` says why).
     """
     check = server[2]
     if check is None and not can_start:
