@@ -7,6 +7,9 @@ of the (3, 3, 2) token rows is run with the explorer's default limit of 5,000,00
 under `ge` it refuses (as `queueref bound-table` did before the compact encoding), and the
 row says so with the seconds spent before refusing.
 
+Then the default grids of `queueref bound-table --limit both` and `--limit leases`, each
+run whole in process as a user runs it: rows, states, the largest row, CPU seconds.
+
 A benchmark, not a test: it measures and reports, it asserts nothing. `BENCH_MODELS=0`
 skips it; `BENCH_MODELS=quick` leaves out the plain runs of the (3, 3, 2) token rows.
 """
@@ -103,6 +106,48 @@ def bench_models(quick: bool = False) -> tuple[str, list[dict[str, Any]]]:
     return text, rows
 
 
+#: The tables `queueref bound-table` prints with its default grid: (name, its arguments).
+TABLES = [
+    ("--limit both (N 2-3, M 0-4, W 1-3, Mt 1-2, P 1)", ["--limit", "both"]),
+    ("--limit leases (N 2-3, M 0-4, W 1-3, lapses 1)", ["--limit", "leases"]),
+    ("--limit leases --lapses 2 (N 2-3, M 0-3, W 1-2)",
+     ["--limit", "leases", "--lapses", "2", "--cap", "0-3", "--weight", "1-2"]),
+]  # fmt: skip
+
+
+def bench_tables() -> tuple[str, list[dict[str, Any]]]:
+    """The default grids of `bound-table --limit both` and `--limit leases`, whole, timed
+    as a user runs them (in process, CPU seconds): rows, states in all, the largest row."""
+    import contextlib
+    import io
+    import json
+
+    sys.path.insert(0, str(ROOT / "reference"))
+    from queueref.cli.main import main
+
+    rows: list[dict[str, Any]] = []
+    lines = [
+        "| table | rows | states in all | largest row (states) | CPU s | exit |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, args in TABLES:
+        out = io.StringIO()
+        began = time.process_time()
+        with contextlib.redirect_stdout(out):
+            code = main(["bound-table", "--quiet", "--json", *args])
+        seconds = time.process_time() - began
+        found = json.loads(out.getvalue()) if code in (0, 1) else []
+        states = [int(row["states"]) for row in found]
+        rows.append({"bench": "tables", "table": name, "rows": len(found), "exit": code,
+                     "states": sum(states), "largest": max(states, default=0),
+                     "cpu_seconds": round(seconds, 2)})  # fmt: skip
+        lines.append(f"| {name} | {len(found)} | {sum(states):,} | {max(states, default=0):,} "
+                     f"| {seconds:.1f} | {code} |")  # fmt: skip
+    text = "\n".join(["### bound-table's default grids, whole (CPU seconds, one core)", "",
+                      *lines])  # fmt: skip
+    return text, rows
+
+
 def run(results: dict[str, Any]) -> None:
     """Add the section to `make bench`'s results and print it (`BENCH_MODELS`)."""
     mode = os.environ.get("BENCH_MODELS", "1")
@@ -110,7 +155,13 @@ def run(results: dict[str, Any]) -> None:
         return
     text, results["models"] = bench_models(quick=mode == "quick")
     print("\n" + text)
+    text, results["tables"] = bench_tables()
+    print("\n" + text)
 
 
 if __name__ == "__main__":
-    print(bench_models(quick="--quick" in sys.argv)[0])
+    if "--tables" in sys.argv:  # only the default grids
+        print(bench_tables()[0])
+    else:
+        print(bench_models(quick="--quick" in sys.argv)[0])
+        print("\n" + bench_tables()[0])

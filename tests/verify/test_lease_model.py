@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from method_variants import Change, method_variant
 
 from queueref.verify import lease, search
 from queueref.verify.lease import explore_leases
@@ -125,3 +126,24 @@ def test_OB_LEASE_1_bad_bounds_name_the_problem() -> None:
     for encoding in lease.ENCODINGS:  # OB-LEASE-2: the state limit holds in each, named
         with pytest.raises(ValueError, match=f"more than 10 states \\({encoding} encoding"):
             explore_leases(2, 2, 1, 1, encoding=encoding, max_states=10)
+
+
+def test_OB_LEASE_4_an_unsound_merge_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OB-LEASE-4: the comparison with the plain encoding has teeth. The merge carried to
+    every read (every slot read as if it were the own one: the whole check one step, the
+    locked protocol) loses interleavings, and the comparison reports a smaller worst."""
+    change = Change("_reads", "every slot read as if it were the own one",
+                    "own, slot = slot == p, slot + 1", "own, slot = True, slot + 1")  # fmt: skip
+    monkeypatch.setattr(lease, "_reads", method_variant(lease, "_reads", change))  # type: ignore[arg-type]
+    found = _mismatches([(2, 2, 1, 0), (2, 2, 2, 1), (3, 1, 1, 1)])
+    assert [bounds for bounds, _, _ in found] == [(2, 2, 1, 0), (2, 2, 2, 1), (3, 1, 1, 1)]
+    assert all(compact[0] < plain[0] for _, compact, plain in found)  # type: ignore[index]
+
+
+def test_OB_LEASE_4_the_own_slot_merge_halves_the_states() -> None:
+    """OB-LEASE-4: reading the own slot with the step after it keeps the plain worst (the
+    comparison above) in fewer states than OB-LEASE-2's encoding alone: N = 3, M = 3,
+    W = 2, one lapse: 59,128 states before the merge (commit 98c6d65), fewer than 31,000."""
+    row = explore_leases(3, 3, 2, 1)
+    assert (row.worst_excess, row.bound, row.worst_total) == (7, 7, 8)
+    assert row.states < 31_000

@@ -15,7 +15,7 @@ import pytest
 import queueref.cli.bound_table as bound_table_command
 from queueref.admission import protocol
 from queueref.cli.main import main
-from queueref.verify import token_compact, tokens
+from queueref.verify import search, token_compact, tokens
 from queueref.verify.tokens import Rule, TokenRow, admits_tokens, explore_joint, explore_tokens
 
 CTW, WTC = "check-then-write", "write-then-check"
@@ -325,3 +325,76 @@ def test_OB_TOK_5_bound_table_state_limit_and_progress(
                  "--weight", "1", "--json"]) == 0  # fmt: skip
     assert re.search(r"^queueref bound-table: N=2 Mt=1 P=1: \d+ states in \d+\.\d\d s",
                      capsys.readouterr().err, re.MULTILINE)  # fmt: skip
+
+
+# Every joint instance the plain encoding searches in well under a second: OB-TOK-6's
+# comparison (N = 1 and 2 over M 0-3, W 1-2, Mt 0-2, P 1; N = 2 with P = 2; N = 3 small).
+JOINT_PLAIN = [(n, m, w, mt, 1) for n in (1, 2) for m in range(4) for w in (1, 2)
+               for mt in range(3)]  # fmt: skip
+JOINT_PLAIN += [(2, 2, 1, 1, 2), (2, 2, 2, 2, 2), (2, 1, 2, 2, 2), (3, 1, 1, 1, 1),
+                (3, 1, 1, 2, 1), (3, 2, 1, 0, 1), (3, 0, 2, 2, 2)]  # fmt: skip
+
+
+def _joint_mismatches(
+    instances: list[tuple[int, int, int, int, int]],
+) -> list[tuple[tuple[int, ...], tuple[int, int], tuple[int, int]]]:
+    """Where the compact encoding's worst (requests, tokens) differ from the plain one's."""
+    out: list[tuple[tuple[int, ...], tuple[int, int], tuple[int, int]]] = []
+    for bounds in instances:
+        compact, plain = explore_joint(*bounds), explore_joint(*bounds, encoding="plain")
+        assert compact.states <= plain.states, bounds
+        found = (compact.worst_requests, compact.worst_tokens)
+        if found != (plain.worst_requests, plain.worst_tokens):
+            out.append((bounds, found, (plain.worst_requests, plain.worst_tokens)))
+    return out
+
+
+def test_OB_TOK_6_own_slot_read_with_the_next_step_finds_the_plain_worst() -> None:
+    """OB-TOK-6: reading the own slot in the same step as what follows it finds the plain
+    encoding's worst request and token counts on every instance the plain one searches
+    quickly."""
+    assert _joint_mismatches(JOINT_PLAIN) == []
+
+
+def test_OB_TOK_6_an_unsound_merge_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OB-TOK-6: the comparison has teeth. The merge carried all the way -- a check reads
+    every slot and decides in one step, the locked protocol -- loses the straddle of
+    OB-BOUND-1, and the comparison reports a smaller worst than the plain encoding's."""
+    real = token_compact.joint_reads
+
+    def whole_check_at_once(server: Any, own: int, num: int, can_start: bool) -> Any:
+        reads, _ = real(server, own, num, can_start)
+        if not reads:
+            return reads, False
+        first = reads[0][1] * num + reads[0][0]
+        return tuple((r % num, r // num) for r in range(first, 2 * num)), True
+
+    monkeypatch.setattr(token_compact, "joint_reads", whole_check_at_once)
+    found = _joint_mismatches([(2, 2, 1, 2, 1), (2, 2, 2, 2, 1), (3, 1, 1, 1, 1)])
+    assert [row[0] for row in found] == [(2, 2, 1, 2, 1), (2, 2, 2, 2, 1), (3, 1, 1, 1, 1)]
+    assert all(row[1] < row[2] for row in found)
+
+
+@pytest.mark.parametrize("bounds", [(2, 2, 2, 2, 2), (3, 2, 1, 1, 1), (3, 1, 2, 2, 1)])
+def test_OB_TOK_6_the_packed_search_visits_the_tuple_search_states(
+    bounds: tuple[int, int, int, int, int],
+) -> None:
+    """OB-TOK-6: the packed search (`queueref.verify.packed`) visits as many states as the
+    breadth-first search of `joint_successors` over tuples, with the same worst counts."""
+    servers, cap, weight, limit, prompt = bounds
+    start: tuple[Any, ...] = ((0, (), None),) * servers
+    states = list(search.reachable(
+        start,
+        lambda s: token_compact.joint_successors(s, cap, weight, limit, prompt),
+    ))  # fmt: skip
+    row = explore_joint(*bounds)
+    assert row.states == len(states)
+    assert row.worst_requests == max(sum(d + len(pre) for d, pre, _ in s) for s in states)
+    assert row.worst_tokens == max(sum(sum(pre) for _, pre, _ in s) for s in states)
+
+
+@pytest.mark.guard
+def test_OB_TOK_6_the_packed_search_keeps_the_state_limit() -> None:
+    """OB-TOK-4, OB-TOK-6: past `max_states` the packed search stops with the message."""
+    with pytest.raises(ValueError, match=r"^OB-TOK-4: more than 50 states \(compact encoding"):
+        explore_joint(3, 2, 2, 2, 1, max_states=50)

@@ -17,6 +17,9 @@ adds), `--rule ge` (vLLM 0.30.0's `>=` rejects, the default) or `fits`; the rows
 same keys, `worst_total` being the worst global queued tokens. `--limit
 both` sets both limits (`--token-cap`, `--prompt` for the token side): `worst_total` and
 `bound` are the request count's, `worst_tokens` and `token_bound` the tokens'.
+`--limit leases` searches check-then-write with lease lapses (`queueref.cli.bound_table_leases`,
+`--lapses A-B`): `worst_total` is the worst real total minus what the lapses dropped, `bound`
+M + (N-1)*min(M, W).
 `--path P` searches one of vLLM's admission paths or a reservation at preflight instead
 (`queueref.cli.bound_table_paths`: two-check, two-check-await-gap,
 reserve-write-then-check, reserve-check-then-write; `--requests-per-server K`), each row
@@ -40,6 +43,7 @@ import time
 from collections.abc import Sequence
 
 from queueref.admission.protocol import parse_protocol
+from queueref.cli import bound_table_leases as leases
 from queueref.cli import bound_table_paths as paths
 from queueref.cli.args import add_protocol_argument, add_quiet, progress_line, show_progress
 from queueref.verify.admission_models import (
@@ -113,10 +117,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--limit",
-        choices=["requests", "tokens", "both"],
+        choices=["requests", "tokens", "both", "leases"],
         default="requests",
         help="which limit to search: max_num_queued_reqs (default), max_num_queued_tokens "
-        "(--cap is Mt, --weight the largest prompt P), or both (see --token-cap, --prompt)",
+        "(--cap is Mt, --weight the largest prompt P), both (see --token-cap, --prompt), "
+        "or the request limit with lease lapses (leases, see --lapses)",
     )
     parser.add_argument(
         "--rule", choices=["ge", "fits"], default="ge", help="the token rule (ge: vLLM 0.30.0's)"
@@ -139,6 +144,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="5000000",
         help="stop (exit 2) rather than search more states than this per row (default 5e6)",
     )
+    leases.add_arguments(parser)  # OB-LEASE-3: --lapses
     paths.add_arguments(parser)  # ADM-PRE-7: --path, --requests-per-server
     add_quiet(parser)
     parser.add_argument(
@@ -278,6 +284,21 @@ def _rows(args: argparse.Namespace) -> list[dict[str, object]]:
     if not math.isfinite(states) or states < 1:
         raise UsageError(f"--max-states {args.max_states!r}: expected a finite number >= 1")
     max_states = int(states)
+    if args.limit == "leases":  # OB-LEASE-3: the lease model's rows
+        if protocol != CHECK_THEN_WRITE or args.engine != "python" or args.path or args.witness:
+            raise UsageError(
+                "--limit leases searches check-then-write with --engine python, "
+                "without --path or --witness"
+            )
+        if not args.force:
+            check_size(servers, caps, weights)
+        try:
+            return leases.lease_rows(
+                args, parse_range, (servers, caps, weights), max_states,
+                lambda instance, n, s: _progress(args, instance, n, s),
+            )  # fmt: skip
+        except ValueError as error:  # the state limit: OB-LEASE-1's one line
+            raise UsageError(str(error)) from None
     if args.limit != "requests":
         return _token_rows(args, max_states)
     if not args.force:
@@ -328,7 +349,7 @@ def _within(row: dict[str, object]) -> bool:
         tokens, token_bound = row["worst_tokens"], row["token_bound"]
         assert isinstance(tokens, int) and isinstance(token_bound, int)
         return worst <= bound and tokens <= token_bound
-    if row.get("limit") == "tokens":  # OB-TOK-1..3 are exact
+    if row.get("limit") in ("tokens", "leases"):  # OB-TOK-1..3, OB-LEASE-1 are exact
         return worst == bound
     if row["protocol"] == CHECK_THEN_WRITE:
         return worst == bound
@@ -344,6 +365,9 @@ def _print_table(protocol: str, rows: list[dict[str, object]], witness: bool) ->
     elif limit == "tokens":
         print(f"{protocol}, token rule {rows[0]['rule']}: worst global queued tokens vs the bound")
         header = ["servers", "cap", "weight", "worst_total", "bound", "states", "seconds"]
+    elif limit == "leases":
+        print(leases.TITLE)
+        header = leases.HEADER
     elif limit == "both":
         print("check-then-write, both limits: worst requests and tokens vs each bound")
         header = ["servers", "cap", "weight", "token_cap", "prompt", "worst_total", "bound",

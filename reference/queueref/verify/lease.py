@@ -34,6 +34,10 @@ Two encodings (`ENCODINGS`). `plain`: the moves above, with `n` chosen at the st
   depends on it, so the worst `total - dropped` is, over the states without it, the
   total minus the least `dropped` of a run reaching the state (`search.least_costs`).
 
+* a check reads its own slot in the same step as what follows that read (the next read,
+  or the decision): its own count does not change during its own check (`_reads` says
+  why this keeps every count, OB-LEASE-4).
+
 No server symmetry: a check reads the slots in index order, so swapping two servers
 changes what a check reads before what.
 """
@@ -144,6 +148,47 @@ def _room(view: int, cap: int, weight: int) -> int:
     return max(fitting, default=0)
 
 
+def _decisions(
+    state: _CompactState, p: int, room: int, weight: int
+) -> list[tuple[_CompactState, int]]:
+    """p's decided check: admit any n <= room and write (visible again), or decline room + 1."""
+    counts, lapsed, checks, lapses = state
+    out: list[tuple[_CompactState, int]] = [
+        ((_replace(counts, p, counts[p] + n), _replace(lapsed, p, False),
+          _replace(checks, p, None), lapses), 0)
+        for n in range(1, room + 1)
+    ]  # fmt: skip
+    if room < weight:
+        out.append(((counts, lapsed, _replace(checks, p, None), lapses), 0))
+    return out
+
+
+def _reads(state: _CompactState, p: int, cap: int, weight: int) -> list[tuple[_CompactState, int]]:
+    """p's check reads its next slot (an idle server starts and reads slot 0); its own slot
+    is read in the same step as what follows it."""
+    # OB-LEASE-4: p's count does not change while p's own check runs (p finishes only
+    # between its checks and admits only at the decision), p reads it as its own count,
+    # lapsed or not, and nobody reads p's check: every move between the own read and the
+    # next step commutes with that read. The merged steps reach the same counts, lapses
+    # and dropped counts as the plain ones.
+    counts, lapsed, checks, lapses = state
+    num = len(counts)
+    check = checks[p]
+    slot, view = (0, 0) if check is None else check
+    while True:
+        value = counts[slot] if slot == p or not lapsed[slot] else 0
+        view = protocol.accumulate(view, value)
+        room = _room(view, cap, weight)
+        own, slot = slot == p, slot + 1
+        if not room:  # rejected: views only grow
+            return [((counts, lapsed, _replace(checks, p, None), lapses), 0)]
+        if own and slot == num:  # the own slot last: decide in the same step
+            return _decisions(state, p, room, weight)
+        if not own or slot == num:
+            new: _CompactCheck = (slot, view) if slot < num else (num, room)
+            return [((counts, lapsed, _replace(checks, p, new), lapses), 0)]
+
+
 def _compact_successors(
     state: _CompactState, cap: int, weight: int, max_lapses: int
 ) -> list[tuple[_CompactState, int]]:
@@ -160,24 +205,10 @@ def _compact_successors(
                              checks, lapses), 0))  # fmt: skip
             if lapsed[p]:  # heartbeat: an absolute write, visible again
                 out.append(((counts, _replace(lapsed, p, False), checks, lapses), 0))
-        if check is not None or can_start:
-            slot, view = (0, 0) if check is None else check
-            new: _CompactCheck = None
-            if slot < num:  # read one slot (an idle server starts and reads slot 0)
-                value = counts[slot] if slot == p or not lapsed[slot] else 0
-                view = protocol.accumulate(view, value)
-                room = _room(view, cap, weight)
-                if room and slot + 1 < num:
-                    new = (slot + 1, view)
-                elif room:
-                    new = (num, room)
-                out.append(((counts, lapsed, _replace(checks, p, new), lapses), 0))
-            else:  # admit n <= room and write; or decline n = room + 1
-                for n in range(1, view + 1):
-                    out.append(((_replace(counts, p, counts[p] + n), _replace(lapsed, p, False),
-                                 _replace(checks, p, None), lapses), 0))  # fmt: skip
-                if view < weight:
-                    out.append(((counts, lapsed, _replace(checks, p, None), lapses), 0))
+        if check is not None and check[0] == num:  # decided: admit n <= room, or decline
+            out += _decisions(state, p, check[1], weight)
+        elif check is not None or can_start:
+            out += _reads(state, p, cap, weight)
         if not lapsed[p] and lapses < max_lapses:  # the lease lapses: `dropped` += counts[p]
             out.append(((counts, _replace(lapsed, p, True), checks, lapses + 1), counts[p]))
     return out

@@ -18,6 +18,9 @@ module explores the same protocols with the ideas of `CompactCheckThenWrite`:
   check whose view passed Mt skips its remaining reads (they change nothing) but keeps
   its reservation until its own give-back step, because the others can still read it.
 * A check that can never admit (Mt = 0 under check-then-write) is never started.
+* With both limits, a check reads its own slot in the same step as what follows that
+  read (the next read, or the decision): the own slot can only go down in between
+  (`joint_successors` says why that keeps the worst counts; OB-TOK-6).
 
 Each state keeps, per server, the sorted tokens of its prefilling requests exactly (as the
 plain encoding does): a prefill_done removes one request's tokens, never part of them.
@@ -31,6 +34,7 @@ instance it finishes quickly, and shows an unsound reduction caught.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
 from queueref.admission import protocol
 
@@ -128,53 +132,124 @@ _Joint = tuple[int, int, int] | None
 JointServer = tuple[int, tuple[int, ...], _Joint]
 
 
+def joint_can_start(cap: int, limit: int) -> bool:
+    """Whether a check can admit anything at all (else it is never started)."""
+    ge = protocol.TokenRule.GE
+    return protocol.admits_check_then_write(0, 1, cap) and protocol.admits_tokens(ge, 0, 1, limit)
+
+
+def joint_reads(
+    server: JointServer, own: int, num: int, can_start: bool
+) -> tuple[tuple[tuple[int, int], ...], bool]:
+    """The (slot, counter) pairs server `own`'s check reads in its next step, in order, and
+    whether it decides in the same step.
+
+    Its own slot is read in the same step as what comes after it: the next read, or after
+    the last read of the token pass the decision (`joint_successors` says why).
+    """
+    check = server[2]
+    if check is None and not can_start:
+        return (), False
+    read = 0 if check is None else check[0]  # an idle server starts and reads slot 0
+    out: list[tuple[int, int]] = []
+    while read < 2 * num:
+        out.append((read % num, read // num))
+        if read % num != own:
+            break
+        read += 1
+    return tuple(out), read == 2 * num
+
+
+def joint_counter(server: JointServer, counter: int) -> int:
+    """What the server's slot holds: counter 0 its unfinished requests, 1 its queued tokens."""
+    decoding, prefilling, _ = server
+    return decoding + len(prefilling) if counter == 0 else sum(prefilling)
+
+
+def _admissions(server: JointServer, prompt: int) -> list[JointServer]:
+    """A decided check (2N, room, 0): admit n <= room of any prompt."""
+    decoding, prefilling, check = server
+    assert check is not None
+    return [(decoding, tuple(sorted(prefilling + (tokens,) * n)), None)
+            for n in range(1, check[1] + 1) for tokens in range(1, prompt + 1)]  # fmt: skip
+
+
+def joint_own_moves(server: JointServer, num: int, prompt: int) -> list[JointServer]:
+    """The moves that read no slot: a prefill or a finish done, a decided check's admissions."""
+    decoding, prefilling, check = server
+    out = [(decoding + 1, rest, check) for rest in _drop_one(prefilling)]  # prefill done
+    if decoding > 0:  # one decoding child finishes
+        out.append((decoding - 1, prefilling, check))
+    if check is not None and check[0] == 2 * num:  # decided
+        out += _admissions(server, prompt)
+    return out
+
+
+def _read_one(
+    server: JointServer, value: int, num: int, cap: int, weight: int, limit: int
+) -> list[JointServer]:
+    """One read of `value` by the server's check (an idle server starts with it)."""
+    decoding, prefilling, check = server
+    read, room_r, view = (0, 0, 0) if check is None else check
+    view = protocol.accumulate(view, value)
+    if read < num:  # counter 0 of slot `read`
+        if not protocol.admits_check_then_write(view, 1, cap):
+            return [(decoding, prefilling, None)]  # no n fits any more
+        if read + 1 < num:
+            return [(decoding, prefilling, (read + 1, 0, view))]
+        fits = max(n for n in range(1, weight + 1)
+                   if protocol.admits_check_then_write(view, n, cap))  # fmt: skip
+        out: list[JointServer] = [(decoding, prefilling, (num, fits, 0))]
+        if fits < weight:  # n = room + 1: the request limit rejects
+            out.append((decoding, prefilling, None))
+        return out
+    # counter 1 of slot `read - N`
+    if not protocol.admits_tokens(protocol.TokenRule.GE, view, 1, limit):
+        return [(decoding, prefilling, None)]  # ge: views only grow
+    return [(decoding, prefilling, (read + 1, room_r, 0 if read + 1 == 2 * num else view))]
+
+
+def joint_read_moves(
+    server: JointServer, values: Sequence[int], decide: bool, num: int, cap: int, weight: int,
+    limit: int, prompt: int,
+) -> list[JointServer]:  # fmt: skip
+    """The check's next step: read `values` (the counters `joint_reads` names) in order,
+    then, with `decide` (the last of them was its own slot), admit in the same step."""
+    found = _read_one(server, values[0], num, cap, weight, limit)
+    for value in values[1:]:  # a check stopped by a read reads no more
+        found = [after for before in found for after in
+                 (_read_one(before, value, num, cap, weight, limit)
+                  if before[2] is not None else [before])]  # fmt: skip
+    if not decide:
+        return found
+    out: list[JointServer] = []
+    for after in found:
+        out += _admissions(after, prompt) if after[2] is not None else [after]
+    return out
+
+
 def joint_successors(
     state: tuple[JointServer, ...], cap: int, weight: int, limit: int, prompt: int
 ) -> list[tuple[JointServer, ...]]:
     """The compact moves with both limits: n and the prompt chosen at the end."""
     # OB-TOK-5 (for OB-TOK-4): room of the request pass kept, early reject in each pass.
+    # OB-TOK-6: a check reads its own slot in the same step as what comes after it. Only
+    # the server itself adds to its slot, and it does not while its own check runs: in
+    # between, the slot can only go down (a finish, a prefill done). Reading it later
+    # reads no more, so the views are no larger and every admission the check could make
+    # it still can, with every counter the same at every step; a check that ends without
+    # admitting changes nothing anyone reads (the run without it reaches the same counts).
+    # The step pairs are runs of the plain moves, so the worst counts are the same.
+    # Each server's moves are its own (`joint_own_moves`) and its reads
+    # (`joint_read_moves`): `queueref.verify.packed` searches the same moves packed.
     num = len(state)
+    can_start = joint_can_start(cap, limit)
     out = []
-    ge = protocol.TokenRule.GE
-    can_start = protocol.admits_check_then_write(0, 1, cap) and protocol.admits_tokens(
-        ge, 0, 1, limit
-    )
-
-    def put(p: int, server: JointServer) -> None:
-        out.append(state[:p] + (server,) + state[p + 1 :])
-
-    for p, (decoding, prefilling, check) in enumerate(state):
-        for rest in _drop_one(prefilling):  # prefill of one child done
-            put(p, (decoding + 1, rest, check))
-        if decoding > 0:  # one decoding child finishes
-            put(p, (decoding - 1, prefilling, check))
-        if check is None and not can_start:
-            continue
-        read, room_r, view = (0, 0, 0) if check is None else check
-        if read < num:  # counter 0 of slot `read` (an idle server starts here)
-            other = state[read]
-            view = protocol.accumulate(view, other[0] + len(other[1]))
-            if not protocol.admits_check_then_write(view, 1, cap):
-                put(p, (decoding, prefilling, None))  # no n fits any more
-            elif read + 1 < num:
-                put(p, (decoding, prefilling, (read + 1, 0, view)))
-            else:
-                fits = max(n for n in range(1, weight + 1)
-                           if protocol.admits_check_then_write(view, n, cap))  # fmt: skip
-                put(p, (decoding, prefilling, (num, fits, 0)))
-                if fits < weight:  # n = room + 1: the request limit rejects
-                    put(p, (decoding, prefilling, None))
-        elif read < 2 * num:  # counter 1 of slot `read - N`
-            view = protocol.accumulate(view, sum(state[read - num][1]))
-            if not protocol.admits_tokens(ge, view, 1, limit):
-                put(p, (decoding, prefilling, None))  # ge: views only grow
-            else:
-                put(
-                    p,
-                    (decoding, prefilling, (read + 1, room_r, 0 if read + 1 == 2 * num else view)),
-                )
-        else:
-            for n in range(1, room_r + 1):
-                for tokens in range(1, prompt + 1):
-                    put(p, (decoding, tuple(sorted(prefilling + (tokens,) * n)), None))
+    for p, server in enumerate(state):
+        moves = joint_own_moves(server, num, prompt)
+        where, decide = joint_reads(server, p, num, can_start)
+        if where:
+            values = [joint_counter(state[slot], counter) for slot, counter in where]
+            moves += joint_read_moves(server, values, decide, num, cap, weight, limit, prompt)
+        out += [state[:p] + (new,) + state[p + 1 :] for new in moves]
     return out

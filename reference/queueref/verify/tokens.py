@@ -43,7 +43,7 @@ from typing import Any
 
 from queueref.admission import protocol
 from queueref.validators import is_int_at_least
-from queueref.verify import token_compact
+from queueref.verify import packed, token_compact
 from queueref.verify.search import reachable
 
 #: The one token decision lives in `protocol` (the controller decides with it too).
@@ -245,6 +245,31 @@ def _joint_successors(
     return out
 
 
+def joint_server_model(
+    servers: int, cap: int, weight: int, limit: int, prompt: int
+) -> packed.ServerModel[token_compact.JointServer]:
+    """The compact moves with both limits, per server: what `packed.search_packed` searches."""
+    can_start = token_compact.joint_can_start(cap, limit)
+    return packed.ServerModel(
+        servers=servers,
+        start=(0, (), None),
+        own_moves=lambda own, server: token_compact.joint_own_moves(server, servers, prompt),
+        reads=lambda own, server: token_compact.joint_reads(server, own, servers, can_start)[0],
+        counter=token_compact.joint_counter,
+        read_moves=lambda own, server, values: token_compact.joint_read_moves(
+            server,
+            values,
+            token_compact.joint_reads(server, own, servers, can_start)[1],
+            servers,
+            cap,
+            weight,
+            limit,
+            prompt,
+        ),  # fmt: skip
+        scores=(lambda server: server[0] + len(server[1]), lambda server: sum(server[1])),
+    )
+
+
 def explore_joint(
     servers: int,
     cap: int,
@@ -279,14 +304,20 @@ def explore_joint(
         f"OB-TOK-4: more than {max_states} states ({encoding} encoding, N={servers}, M={cap}, "
         f"W={weight}, Mt={limit}, P={prompt}); lower the bounds or raise the state limit"
     )
-    successors: Callable[..., list[Any]] = (
-        _joint_successors if encoding == "plain" else token_compact.joint_successors
-    )
-    moves = functools.partial(successors, cap=cap, weight=weight, limit=limit, prompt=prompt)
-    for state in reachable(start, moves, max_states=max_states, too_many=too_many):
-        states += 1
-        worst_requests = max(worst_requests, sum(d + len(pre) for d, pre, _ in state))
-        worst_tokens = max(worst_tokens, sum(sum(pre) for _, pre, _ in state))
+    if encoding == "compact":  # the compact moves, searched packed (`queueref.verify.packed`)
+        states, (worst_requests, worst_tokens) = packed.search_packed(
+            joint_server_model(servers, cap, weight, limit, prompt),
+            max_states=max_states,
+            too_many=too_many,
+        )
+    else:
+        moves = functools.partial(
+            _joint_successors, cap=cap, weight=weight, limit=limit, prompt=prompt
+        )
+        for state in reachable(start, moves, max_states=max_states, too_many=too_many):
+            states += 1
+            worst_requests = max(worst_requests, sum(d + len(pre) for d, pre, _ in state))
+            worst_tokens = max(worst_tokens, sum(sum(pre) for _, pre, _ in state))
     request_bound = protocol.overshoot_bound(servers, cap, weight)
     token_bound_ = token_bound(Rule.GE, False, servers, limit, weight * prompt)
     return JointRow(
