@@ -125,6 +125,7 @@ def run(cache: Path, releases: list[str], scenarios: int) -> int:
         started = time.monotonic()
         out = out_dir / f"{release}.json"
         out.unlink(missing_ok=True)
+        (out_dir / f"admission-{release}.json").unlink(missing_ok=True)
         print(
             f"upstream: vllm=={release}: {scenarios} scenarios and the planted divergences",
             flush=True,
@@ -153,6 +154,11 @@ def run(cache: Path, releases: list[str], scenarios: int) -> int:
             continue
         entry = json.loads(out.read_text())
         entry["tests"] = "pass" if tests.returncode == 0 else "fail"
+        # test_spawned_admission's counts (None: it did not get as far as writing them).
+        admission = out_dir / f"admission-{release}.json"
+        entry["spawned_admission"] = (
+            json.loads(admission.read_text()) if admission.exists() else None
+        )
         entries.append(entry)
         if tests.returncode != 0:
             failed.append(
