@@ -132,7 +132,8 @@ bound-table: setup
 trace: setup
 	$(BIN)/python tools/trace.py
 
-## bench: per-operation cost of the queues and of admission
+## bench: per-operation cost of the queues and of admission, beside vLLM 0.33.0's own code
+# vLLM is the release in make upstream's cache (QUEUEREF_VLLM_CACHE), installed there when missing.
 bench: setup spin
 	$(BIN)/python tools/bench.py
 

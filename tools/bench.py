@@ -1,4 +1,4 @@
-"""`make bench`: queueref beside vLLM 0.30.0's own code, bare Python and the explorer.
+"""`make bench`: queueref beside vLLM 0.33.0's own code, bare Python and the explorer.
 
 Everything is measured in one run, side by side, in interleaved rounds: each
 round runs every variant once, in its own process, one after the other, so a
@@ -10,11 +10,15 @@ Variants:
 
 * `queueref-off`: queueref with contracts off (`python -O` disables icontract);
 * `queueref-on`: queueref with its default contracts (deep checks off);
-* `vllm`: vLLM 0.30.0's own `request_queue.py`, `SharedAdmissionStats` and
-  `AsyncLLM.check_admission`, extracted from the released wheel into
-  `build/vllm-0.30.0/` on the first run (the wheel is deleted afterwards; only
-  the `Request` import is replaced, and `check_admission` is lifted out of its
-  class with its logger and errors stubbed); run under `python -O`;
+* `vllm`: the installed vLLM 0.33.0 (`VLLM_RELEASE`): its own
+  `vllm.v1.core.sched.request_queue`, `SharedAdmissionStats` and
+  `AsyncLLM.check_admission`, imported in make upstream's cache venv
+  (`~/.cache/queueref/vllm`; installed as tools/upstream.py installs it when
+  missing, and a failed install ends the run with one line). vLLM's own
+  `check_admission` is called on a stand-in engine that carries what it reads
+  (the scheduler config's limits, the admission stats, the local counts). Same
+  CPython 3.11 build as queueref's venv; the child has imported vLLM and
+  torch, so its heap is larger. Run under `python -O`;
 * `bare`: `collections.deque` / `heapq` on the same request objects, and for
   admission the floor of any check: a precomputed strided `memoryview` over the
   counters, `sum(view) + n > M`;
@@ -25,9 +29,9 @@ Variants:
   Python for them; run under `python -O`.
 
 Requests: every queue comparison says which request type it used --
-`vllm-shaped` (the three fields and vLLM 0.30.0's `Request.__lt__` order:
-priority, arrival time, request id, identity) or queueref's own `Request`
-(whose `<` compares key tuples).
+`vllm-shaped` (the three fields and the `Request.__lt__` order of vLLM
+0.30.0 to 0.33.0: priority, arrival time, request id, identity) or
+queueref's own `Request` (whose `<` compares key tuples).
 
 A benchmark, not a test: it measures and reports, it asserts nothing.
 Results: `build/bench.json` and Markdown tables on stdout.
@@ -35,25 +39,23 @@ Results: `build/bench.json` and Markdown tables on stdout.
 
 from __future__ import annotations
 
-import ast
 import functools
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import textwrap
 import time
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
+import upstream  # tools/upstream.py, beside this file: make upstream's cache of releases
+
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
-VLLM_VERSION = "0.30.0"
-VLLM_DIR = BUILD / f"vllm-{VLLM_VERSION}"
+# The release timed: the one make upstream's cache venv holds with its dependencies.
+VLLM_RELEASE = upstream.DEPS_RELEASE
 SIZES = (100, 10_000, 100_000)
 SERVER_COUNTS = (1, 4, 16, 64)
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
@@ -63,71 +65,17 @@ VARIANTS = ("queueref-off", "queueref-on", "vllm", "bare", "floor")
 ADMISSION_VARIANTS = ("queueref-off", "queueref-on", "vllm", "bare")
 
 # --------------------------------------------------------------------------------------
-# vLLM 0.30.0's own code, fetched once
+# The installed vLLM
 
 
-_CHECK_ADMISSION_HEADER = '''"""vLLM {version}'s AsyncLLM.check_admission, lifted out of
-vllm/v1/engine/async_llm.py by queueref's tools/bench.py (the function text is unchanged;
-its logger and errors are stubs, so the method can run on a stand-in engine). Never
-committed."""
-
-import logging
-
-logger = logging.getLogger("vllm-bench")
-
-
-class QueueOverflowError(Exception):
-    pass
-
-
-class MaxQueuedTokensError(Exception):
-    pass
-
-
-'''
-
-
-def fetch_vllm() -> Path:
-    """Extract vLLM's queue and admission code from the released wheel (once)."""
-    wanted = {
-        "vllm/v1/core/sched/request_queue.py": "request_queue.py",
-        "vllm/v1/engine/admission_control.py": "admission_control.py",
-    }
-    if all((VLLM_DIR / name).exists() for name in [*wanted.values(), "check_admission.py"]):
-        return VLLM_DIR
-    wheel_dir = BUILD / "vllm-wheel"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", f"vllm=={VLLM_VERSION}", "--no-deps", "-d"]
-        + [str(wheel_dir), "-q"],
-        check=True,
-    )
-    (wheel,) = wheel_dir.glob("vllm-*.whl")
-    VLLM_DIR.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(wheel) as archive:
-        for member, name in wanted.items():
-            text = archive.read(member).decode()
-            if name == "request_queue.py":
-                # The only change: vLLM's Request (which pulls in torch) becomes a plain
-                # annotation; the benchmark passes the requests in.
-                old = "from vllm.v1.request import Request\n"
-                assert old in text, "vLLM's request_queue.py no longer imports Request so"
-                text = text.replace(old, "Request = object  # queueref bench: annotations only\n")
-            (VLLM_DIR / name).write_text(text)
-        engine = archive.read("vllm/v1/engine/async_llm.py").decode()
-    (VLLM_DIR / "check_admission.py").write_text(
-        _CHECK_ADMISSION_HEADER.format(version=VLLM_VERSION) + _method_source(engine)
-    )
-    shutil.rmtree(wheel_dir)
-    return VLLM_DIR
-
-
-def _method_source(module_text: str, name: str = "check_admission") -> str:
-    for node in ast.walk(ast.parse(module_text)):
-        if isinstance(node, ast.FunctionDef) and node.name == name:
-            segment = ast.get_source_segment(module_text, node, padded=True)
-            assert segment is not None
-            return textwrap.dedent(segment) + "\n"
-    raise LookupError(f"{name} not found in vLLM's async_llm.py")
+def ensure_vllm() -> str | None:
+    """Install the timed release into make upstream's cache when it is missing (as
+    tools/upstream.py does); None, or the one line that says what could not be installed."""
+    try:
+        upstream.install(upstream.cache_dir(), (VLLM_RELEASE,))
+    except upstream.InstallError as error:
+        return "make bench: " + str(error).removeprefix("make upstream: ")
+    return None
 
 
 # --------------------------------------------------------------------------------------
@@ -135,8 +83,8 @@ def _method_source(module_text: str, name: str = "check_admission") -> str:
 
 
 class VllmShapedRequest:
-    """The fields the queues use, ordered as vLLM 0.30.0's `Request.__lt__` orders:
-    priority, then arrival time, then request id, then identity."""
+    """The fields the queues use, ordered as `Request.__lt__` of vLLM 0.30.0 to 0.33.0
+    orders: priority, then arrival time, then request id, then identity."""
 
     __slots__ = ("request_id", "priority", "arrival_time")
 
@@ -201,17 +149,20 @@ def timed_us(run: Callable[[], float]) -> float:
 
 
 class _Vllm:
-    """vLLM 0.30.0's queues and admission code, imported from build/."""
+    """The installed vLLM's own queues and admission code (the `vllm` variant's child runs
+    in make upstream's cache venv, with VLLM_RELEASE first on the path)."""
 
     def __init__(self) -> None:
-        sys.path.insert(0, str(VLLM_DIR))
-        import admission_control  # type: ignore[import-not-found]
-        import check_admission  # type: ignore[import-not-found]
-        import request_queue  # type: ignore[import-not-found]
+        import vllm
+        from vllm.v1.core.sched import request_queue
+        from vllm.v1.engine import admission_control
+        from vllm.v1.engine.async_llm import AsyncLLM
 
+        if vllm.__version__ != VLLM_RELEASE:
+            raise RuntimeError(f"make bench: imported vllm {vllm.__version__}, not {VLLM_RELEASE}")
         self.queues = request_queue
         self.admission = admission_control
-        self.check_admission = check_admission
+        self.engine_class = AsyncLLM
 
 
 def _queue_factory(variant: str, policy: str) -> Callable[[list[Any]], Any]:
@@ -370,7 +321,7 @@ def _bench_floor(policy: str, requests: list[Any], request_kind: str) -> dict[st
 
 
 #: The token-limit variants of `check_admission` each variant measures: "" is the request
-#: limit alone; queueref's two token scopes (ADM-TOK-6); vLLM 0.30.0's own token rule.
+#: limit alone; queueref's two token scopes (ADM-TOK-6); the vLLM release's own token rule.
 TOKEN_CASES = {
     "queueref": ("", "shared", "local"),
     "vllm": ("", "limit"),
@@ -385,7 +336,7 @@ def bench_admission(variant: str) -> dict[tuple[int, str], float]:
 
     cap = 1 << 40  # never reached: every check admits, nothing is written
     out: dict[tuple[int, str], float] = {}
-    step = 8  # vLLM 0.30.0 and queueref: 8 counters per slot (one cache line)
+    step = 8  # vLLM 0.30.0 to 0.33.0 and queueref: 8 counters per slot (one cache line)
     for servers in SERVER_COUNTS:
         counters = multiprocessing.get_context("spawn").RawArray("q", servers * step)
         for index in range(servers):
@@ -408,14 +359,15 @@ def bench_admission(variant: str) -> dict[tuple[int, str], float]:
             elif variant == "vllm":
                 vllm = _Vllm()
                 engine = _StandInEngine(
+                    vllm.engine_class,
                     vllm.admission.SharedAdmissionStats(
                         {"mp_admission_counters": counters}, servers, 0
                     ),
                     cap,
                     cap if tokens else None,
                 )
-                method = vllm.check_admission.check_admission
-                check = functools.partial(method, engine, 1)
+                # vLLM's own method, unbound, called on the stand-in engine.
+                check = functools.partial(vllm.engine_class.check_admission, engine, 1)
             else:
                 view = memoryview(counters).cast("B").cast("q")[::step]  # precomputed, strided
 
@@ -426,11 +378,14 @@ def bench_admission(variant: str) -> dict[tuple[int, str], float]:
 
 
 class _StandInEngine:
-    """What vLLM 0.30.0's `check_admission` reads of its AsyncLLM: the scheduler config
-    (`max_num_queued_reqs`, `max_num_queued_tokens`) and the admission stats."""
+    """What the release's `AsyncLLM.check_admission` reads of its engine: the scheduler
+    config (`max_num_queued_reqs`, `max_num_queued_tokens`), the admission stats, the
+    local counts, and (0.32.0 and later, on a rejection: never here) the metric recorder."""
 
-    def __init__(self, stats: Any, cap: int, token_cap: int | None = None) -> None:
+    def __init__(self, engine_class: Any, stats: Any, cap: int, token_cap: int | None) -> None:
+        self._engine_class = engine_class
         self.admission_stats = stats
+        self.logger_manager = None
         self.scheduler_config = type(
             "SchedulerConfig", (), {"max_num_queued_reqs": cap, "max_num_queued_tokens": token_cap}
         )()
@@ -439,9 +394,12 @@ class _StandInEngine:
         return 0
 
     def get_num_queued_tokens(self) -> int:
-        # vLLM 0.30.0 sums the prompt lengths of this process's requests in prefill
+        # The release sums the prompt lengths of this process's requests in prefill
         # (OutputProcessor.get_num_queued_tokens); the stand-in has none, so its sum is 0.
         return 0
+
+    def _record_admission_rejection(self, reason: str) -> None:
+        self._engine_class._record_admission_rejection(self, reason)
 
 
 def child(variant: str) -> None:
@@ -467,10 +425,17 @@ def child(variant: str) -> None:
 
 
 def run_variant(variant: str) -> list[dict[str, Any]]:
-    env = dict(os.environ, QUEUEREF_DEEP_CHECKS="0")
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "reference"), env.get("PYTHONPATH", "")])
+    python = sys.executable
+    if variant == "vllm":  # make upstream's cache venv, the release first on the path
+        cache = upstream.cache_dir()
+        python = str(upstream.venv_python(cache))
+        env = upstream.release_env(cache, VLLM_RELEASE)
+    else:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "reference"), env.get("PYTHONPATH", "")])
+    env["QUEUEREF_DEEP_CHECKS"] = "0"
     optimize = variant != "queueref-on"
-    argv = [sys.executable, *(["-O"] if optimize else []), __file__, "--child", variant]
+    argv = [python, *(["-O"] if optimize else []), __file__, "--child", variant]
     done = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
     return list(json.loads(done.stdout.splitlines()[-1]))
 
@@ -521,12 +486,12 @@ def _fmt_ratio(r: dict[str, float] | None) -> str:
 def report(table: dict[tuple[Any, ...], dict[str, list[float]]]) -> tuple[str, list[Any]]:
     rows: list[dict[str, Any]] = []
     queue_lines = [
-        "| queue | requests | n | op | queueref off | queueref on | vLLM 0.30.0 | bare "
+        f"| queue | requests | n | op | queueref off | queueref on | vLLM {VLLM_RELEASE} | bare "
         "| floor with checks | off / vLLM | on / vLLM | off / floor with checks |",
         "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     admission_lines = [
-        "| N | queueref off | queueref on | vLLM 0.30.0 | floor (memoryview sum) "
+        f"| N | queueref off | queueref on | vLLM {VLLM_RELEASE} | floor (memoryview sum) "
         "| off / vLLM | on / vLLM | vLLM / floor |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -575,10 +540,10 @@ def report(table: dict[tuple[Any, ...], dict[str, list[float]]]) -> tuple[str, l
 def _token_lines(
     table: dict[tuple[Any, ...], dict[str, list[float]]], rows: list[dict[str, Any]]
 ) -> list[str]:
-    """queueref's shared and local token scopes, contracts off and on, beside vLLM 0.30.0's
-    token rule (its own process's queued tokens); ratios within each round."""
+    """queueref's shared and local token scopes, contracts off and on, beside the vLLM
+    release's token rule (its own process's queued tokens); ratios within each round."""
     lines = [
-        "| N | shared off | shared on | local off | local on | vLLM 0.30.0 "
+        f"| N | shared off | shared on | local off | local on | vLLM {VLLM_RELEASE} "
         "| shared off / vLLM | shared on / vLLM | local off / vLLM | local on / vLLM |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -674,11 +639,14 @@ def bench_explorer() -> tuple[str, list[dict[str, Any]]]:
 
 
 def main() -> int:
-    fetch_vllm()
+    failed = ensure_vllm()
+    if failed is not None:
+        print(failed, file=sys.stderr)
+        return 1
     table = collect(ROUNDS)
     text, rows = report(table)
     print(text)
-    results: dict[str, Any] = {"rounds": ROUNDS, "vllm_version": VLLM_VERSION, "cells": rows}
+    results: dict[str, Any] = {"rounds": ROUNDS, "vllm_version": VLLM_RELEASE, "cells": rows}
     if os.environ.get("BENCH_EXPLORER", "1") != "0":
         explorer_text, results["explorer"] = bench_explorer()
         print("\n" + explorer_text)

@@ -5,7 +5,7 @@ spawned servers, same seed and operation mix): upstream check-then-write,
 write-then-check (`mode="write-then-check"`), and the exact baseline with a
 `multiprocessing.Lock` around check + registration -- admission latency,
 rejection rate, and the in-flight maxima. The cost of one `check_admission`
-beside vLLM 0.30.0's is measured by `tools/bench.py` itself.
+beside the installed vLLM's (0.33.0) is measured by `tools/bench.py` itself.
 
 Contracts are off for the measurements (`python -O`): when this module runs
 with contracts on, it measures in a `python -O` subprocess. Run alone:

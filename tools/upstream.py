@@ -63,8 +63,9 @@ def _pip(python: Path, args: list[str], what: str) -> None:
         raise InstallError(f"make upstream: could not install {what}: {reason}")
 
 
-def install(cache: Path) -> None:
-    """Install what is missing; a stamp file marks each finished install."""
+def install(cache: Path, releases: tuple[str, ...] = RELEASES) -> None:
+    """Install what `releases` need and is missing (the venv always: the older releases
+    import against its dependencies); a stamp file marks each finished install."""
     cache.mkdir(parents=True, exist_ok=True)
     python = venv_python(cache)
     stamp = cache / "venv" / f".installed-vllm-{DEPS_RELEASE}"
@@ -78,7 +79,7 @@ def install(cache: Path) -> None:
             subprocess.run([sys.executable, "-m", "venv", str(cache / "venv")], check=True)
         _pip(python, [f"vllm=={DEPS_RELEASE}", *TEST_DEPS], f"vllm=={DEPS_RELEASE}")
         stamp.touch()
-    for release in RELEASES:
+    for release in releases:
         folder = release_path(cache, release)
         if folder is None or (folder / ".installed").exists():
             continue
@@ -86,7 +87,7 @@ def install(cache: Path) -> None:
         shutil.rmtree(folder, ignore_errors=True)  # a partial install from an earlier run
         _pip(python, ["--no-deps", "--target", str(folder), f"vllm=={release}"], f"vllm=={release}")
         (folder / ".installed").touch()
-    for release in RELEASES:
+    for release in releases:
         found = subprocess.run(
             [str(python), "-c", "import importlib.metadata as m; print(m.version('vllm'))"],
             env=release_env(cache, release),
@@ -125,6 +126,7 @@ def run(cache: Path, releases: list[str], scenarios: int) -> int:
         started = time.monotonic()
         out = out_dir / f"{release}.json"
         out.unlink(missing_ok=True)
+        (out_dir / f"admission-{release}.json").unlink(missing_ok=True)
         print(
             f"upstream: vllm=={release}: {scenarios} scenarios and the planted divergences",
             flush=True,
@@ -153,6 +155,11 @@ def run(cache: Path, releases: list[str], scenarios: int) -> int:
             continue
         entry = json.loads(out.read_text())
         entry["tests"] = "pass" if tests.returncode == 0 else "fail"
+        # test_spawned_admission's counts (None: it did not get as far as writing them).
+        admission = out_dir / f"admission-{release}.json"
+        entry["spawned_admission"] = (
+            json.loads(admission.read_text()) if admission.exists() else None
+        )
         entries.append(entry)
         if tests.returncode != 0:
             failed.append(
@@ -191,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--scenarios must be >= 1, got {args.scenarios}")
     cache = cache_dir()
     try:
-        install(cache)
+        install(cache, tuple(releases))
     except InstallError as error:
         print(error, file=sys.stderr)
         return 1
