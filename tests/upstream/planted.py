@@ -10,6 +10,9 @@ their report entries to one JSON file.
   the real method each), and one made here.
 * A tampered harness (`differential.TAMPERS`): vLLM's victim rule replaced,
   arrival times moved on queueref's side.
+* Wrong answers in the LoRA and KV-connector classes (`differential.CLASS_TAMPERS`):
+  a LoRA-cap or connector skip answered STOP, an async load not parked as
+  WAITING_FOR_REMOTE_KVS, a load promoted before a model output reported it.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import vllm_side
-from differential import LAYOUT_OF_RELEASE, TAMPERS, sweep
+from differential import CLASS_TAMPERS, LAYOUT_OF_RELEASE, TAMPERS, sweep
 
 # Planted divergences: (broken WaitingQueues of tests/helpers/waiting_variants.py, the layouts
 # it breaks, the fields the comparison must report). Run with contracts off
@@ -39,6 +42,8 @@ VARIANTS: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = (
     ("EnqueueIgnoresBlocked", ("vllm-0.30",), frozenset({"skipped_waiting", "waiting"})),
     ("ParksWithoutReversal", ("vllm-0.30",), frozenset({"skipped_waiting"})),
     ("ForgetsToDefer", ("vllm-0.33",), frozenset({"deferred_waiting"})),
+    # A skipped async KV load (it holds blocks) sent back to waiting.
+    ("SkipsBackToWaiting", ("vllm-0.33",), frozenset({"kv_holding_waiting", "waiting"})),
     (
         "AbortMissesSkipped",
         ("vllm-0.30", "vllm-0.33"),
@@ -65,6 +70,15 @@ VARIANTS: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = (
 )
 # Planted divergences of the harness: the field each must be caught in.
 TAMPER_FIELDS = {"victim-first-running": "victims", "arrival-tie-broken": "waiting"}
+# The class each answer tamper breaks, and the fields it must be caught in.
+QUEUES = frozenset({"waiting", "skipped_waiting", "kv_holding_waiting", "deferred_waiting"})
+CLASS_TAMPER_FIELDS: dict[str, tuple[str, frozenset[str]]] = {
+    "lora-skip-stops": ("lora-cap-skip", QUEUES | {"from_waiting"}),
+    "connector-skip-stops": ("connector-skip", QUEUES | {"from_waiting"}),
+    "async-load-not-parked": ("kv-load-async", frozenset({"statuses"})),
+    "kv-load-promoted-early": ("kv-load-promoted", frozenset({"statuses", "from_waiting"})),
+}
+assert set(CLASS_TAMPER_FIELDS) == set(CLASS_TAMPERS)
 
 
 def planted(seeds: range, layout: str) -> dict[str, Any]:
@@ -89,7 +103,7 @@ def planted(seeds: range, layout: str) -> dict[str, Any]:
         if layout in layouts:
             factory = extra.get(name) or getattr(waiting_variants, name)
             results[name] = sweep(seeds, layout, factory)
-    for tamper in TAMPERS:
+    for tamper in TAMPERS + CLASS_TAMPERS:
         results[tamper] = sweep(seeds, layout, tamper=tamper)
     return results
 

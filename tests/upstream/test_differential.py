@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import vllm
 from differential import LAYOUT_OF_RELEASE, MODELLED_RELEASES, sweep
-from planted import TAMPER_FIELDS, VARIANTS
+from planted import CLASS_TAMPER_FIELDS, TAMPER_FIELDS, VARIANTS
 
 import queueref.config
 
@@ -45,6 +45,11 @@ REQUIRED_CLASSES = (
     "streaming-paused",
     "streaming-continued",
     "streaming-paused-skipped",
+    # A LoRAConfig's max_loras and the scenario's KV connector (vllm_side.py).
+    "lora-cap-skip",
+    "connector-skip",
+    "kv-load-async",
+    "kv-load-promoted",
 ) + (("kv-holding-waiting", "max-num-active-seqs") if LAYOUT != "vllm-0.30" else ())
 PLANTED_SEEDS = (20_000, 20_080)
 
@@ -134,3 +139,20 @@ def test_a_tampered_harness_is_caught(planted: dict[str, Any], tamper: str, fiel
         tamper,
         entry["difference_classes"],
     )
+
+
+@pytest.mark.parametrize(
+    ("tamper", "checked"), sorted(CLASS_TAMPER_FIELDS.items()), ids=sorted(CLASS_TAMPER_FIELDS)
+)
+def test_a_wrong_answer_of_each_class_is_caught(
+    planted: dict[str, Any], tamper: str, checked: tuple[str, frozenset[str]]
+) -> None:
+    """The LoRA and connector classes have teeth: the planted seeds go through the
+    class (its baseline counts it) and a wrong answer in it shows in the fields
+    it touches."""
+    name, fields = checked
+    assert planted["baseline"]["classes"].get(name, 0) > 0, (name, planted["baseline"]["classes"])
+    entry = planted[tamper]
+    assert entry["crashes"] == 0, entry["first_crashes"]
+    found = set(entry["difference_classes"])
+    assert entry["differences"] > 0 and found & fields, (tamper, entry["difference_classes"])
