@@ -75,8 +75,8 @@ QUEUES = frozenset({"waiting", "skipped_waiting", "kv_holding_waiting", "deferre
 CLASS_TAMPER_FIELDS: dict[str, tuple[str, frozenset[str]]] = {
     "lora-skip-stops": ("lora-cap-skip", QUEUES | {"from_waiting"}),
     "connector-skip-stops": ("connector-skip", QUEUES | {"from_waiting"}),
-    "async-load-not-parked": ("kv-load-async", frozenset({"statuses"})),
-    "kv-load-promoted-early": ("kv-load-promoted", frozenset({"statuses", "from_waiting"})),
+    "async-load-not-parked": ("kv-load-async", QUEUES | {"statuses"}),
+    "kv-load-promoted-early": ("kv-load-promoted", QUEUES | {"statuses", "from_waiting"}),
 }
 assert set(CLASS_TAMPER_FIELDS) == set(CLASS_TAMPERS)
 

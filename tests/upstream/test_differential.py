@@ -85,7 +85,9 @@ def test_the_release_checked_is_the_one_named() -> None:
 
 
 def test_sweep() -> None:
-    """The release's scenarios (cheap contracts on); writes its entry of the report."""
+    """WL-STEP-1, WL-STEP-10, WL-STR-1, WL-STR-2, WL-STR-4, WL-STR-5, WL-LAY-1, WL-L33-1,
+    WL-L33-2, WL-L33-3, WL-L33-4 on the real Scheduler: the release's scenarios (cheap
+    contracts on), every required class exercised; writes its entry of the report."""
     deep = queueref.config.deep_checks()
     queueref.config.set_deep_checks(False)
     try:
