@@ -60,7 +60,10 @@ VARIANTS: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = (
     (
         "IgnoresTheGuard",
         ("vllm-0.30", "vllm-0.33"),
-        frozenset({"skipped_waiting", "waiting", "kv_holding_waiting", "statuses"}),
+        # deferred_waiting: a head examined after the budget is spent and skipped.
+        frozenset(
+            {"skipped_waiting", "waiting", "kv_holding_waiting", "deferred_waiting", "statuses"}
+        ),
     ),
     (
         "SlotsIgnorePausedSessions",
