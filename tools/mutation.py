@@ -89,7 +89,6 @@ _LIFECYCLE_TESTS = (
     "tests/waiting/test_waiting_v033.py",
     "tests/waiting/test_waiting_streaming.py",
     "tests/waiting/test_waiting_guard.py",
-    "tests/waiting/test_waiting_differential.py",
     "tests/waiting/test_waiting_checks.py",
     "tests/waiting/test_waiting_state.py",
     "tests/waiting/test_waiting_step.py",

@@ -3,15 +3,22 @@
 Each seeded scenario (`scenarios.py`) is given to both sides, event by event:
 
 * vLLM: the installed release's `Scheduler` (`vllm_side.py`): `add_request`,
-  `schedule()`, `update_from_output` with a `ModelRunnerOutput`,
-  `finish_requests`, and a grammar made ready on the request's own
-  `structured_output_request`.
+  `schedule()`, `update_from_output` with a `ModelRunnerOutput` (finished
+  async KV loads in its `kv_connector_output`), `finish_requests`, and a
+  grammar made ready on the request's own `structured_output_request`.
 * queueref: `WaitingQueues(policy, layout=...)` of the layout that models the
   release, with the test's bookkeeping around it. What queueref's lifecycle
   leaves to its callbacks is answered from vLLM's own step (the waiting loop's
-  per-request checks: a request runs when vLLM gave it tokens, else the step
-  stops; the token budget left; how many requests the running loop preempted,
-  and no waiting request is scheduled in a step that preempted). Which
+  per-request checks: a request runs when vLLM gave it tokens; it is skipped
+  when the scenario's connector answered "not known yet" for it, and skipped
+  as WAITING_FOR_REMOTE_KVS when the connector started its async load; else
+  the step stops; the token budget left; a load is promoted once a model
+  output reported it finished; how many requests the running loop preempted,
+  and no waiting request is scheduled in a step that preempted), and the
+  harness states the LoRA cap itself (vLLM 0.30.0-0.32.0 `schedule()` counts
+  the adapters of the running requests scheduled this step, 0.33.0 those of
+  every running request, plus the ones scheduled from waiting; a request
+  naming another adapter is skipped once `max_loras` are counted). Which
   requests are examined, in what order, which running request is preempted
   (`preempt()` with none named takes vLLM's victim, WL-PRE-3), where skipped
   and preempted requests go, and every status are queueref's own.
@@ -37,6 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import scenario_connector
 import vllm_side
 from scenarios import (
     STOP_CHANCE,
@@ -76,7 +84,21 @@ def queue_family(layout: str) -> str:
     return layout if layout == "vllm-0.30" else "vllm-0.33"
 
 
+# Planted divergences of the answers for the LoRA and connector classes: a LoRA-cap
+# skip or a connector skip answered STOP (a model that ends the step at such a
+# head); an async load skipped without WAITING_FOR_REMOTE_KVS; a load promoted
+# before it finished.
+CLASS_TAMPERS = (
+    "lora-skip-stops",
+    "connector-skip-stops",
+    "async-load-not-parked",
+    "kv-load-promoted-early",
+)
+
+
 BLOCKED = RequestStatus.WAITING_FOR_STRUCTURED_OUTPUT_GRAMMAR
+REMOTE_KVS = RequestStatus.WAITING_FOR_REMOTE_KVS
+REMOTE = vllm_side.RequestStatus.WAITING_FOR_REMOTE_KVS  # vLLM's own enum
 STREAMING = RequestStatus.WAITING_FOR_STREAMING_REQ
 
 WaitingQueuesFactory = Callable[..., WaitingQueues]
@@ -108,6 +130,9 @@ class QueuerefSide:
         # A session's chunks that arrived while it was not paused (None: the end).
         self.stream_queues: dict[str, list[int | None]] = {}
         self.exercised: set[str] = set()
+        # Async KV loads a model output reported finished, not yet promoted.
+        self.recv_done: set[str] = set()
+        self.preempted_once: set[str] = set()
 
     def arrive(self, spec: RequestSpec) -> None:
         status = BLOCKED if spec.structured else RequestStatus.WAITING
@@ -128,6 +153,15 @@ class QueuerefSide:
         if request.status is STREAMING:
             self.exercised.add("streaming-paused-skipped")
             return False  # its next chunk comes through continue_stream
+        if request.status is REMOTE_KVS:
+            request_id = request.request_id
+            if request_id not in self.recv_done and self.tamper != "kv-load-promoted-early":
+                return False
+            self.exercised.add("kv-load-promoted")
+            self.recv_done.discard(request_id)
+            preempted = request_id in self.preempted_once
+            request.status = RequestStatus.PREEMPTED if preempted else RequestStatus.WAITING
+            return True
         self.exercised.add("blocked")
         if request.request_id not in self.grammar_ready:
             return False
@@ -148,16 +182,33 @@ class QueuerefSide:
         return victims
 
     def schedule_waiting(
-        self, from_waiting: dict[str, int], token_budget: int, running_cap: int, cap_class: str
+        self,
+        from_waiting: dict[str, int],
+        token_budget: int,
+        running_cap: int,
+        cap_class: str,
+        step: dict[str, Any] | None = None,
     ) -> list[str]:
-        """The waiting loop; `from_waiting`: the tokens vLLM gave each request it ran."""
+        """The waiting loop; `from_waiting`: the tokens vLLM gave each request it ran;
+        `step`: the connector's answers this step, the loads it started, the tokens
+        the running loop scheduled and `max_loras` (None: no LoRA)."""
         budget = [token_budget]
+        step = step or {}
+        answers: dict[str, str] = step.get("connector_answers", {})
+        loads: set[str] = step.get("load_started", set())
+        loras = self._lora_base(step.get("scheduled", {}))
 
         def check(request: Any) -> StepDecision:
-            tokens = from_waiting.get(request.request_id)
+            request_id = request.request_id
+            if self._over_lora_cap(request_id, loras, step.get("max_loras")):
+                self.exercised.add("lora-cap-skip")
+                return StepDecision.STOP if self.tamper == "lora-skip-stops" else StepDecision.SKIP
+            tokens = from_waiting.get(request_id)
             if tokens is None:
-                return StepDecision.STOP
+                return self._not_run(request, answers.get(request_id), loads)
             budget[0] -= tokens
+            if self.specs[request_id].lora_id:
+                loras.add(self.specs[request_id].lora_id)
             return StepDecision.RUN
 
         def should_continue() -> bool:
@@ -171,6 +222,39 @@ class QueuerefSide:
         if len(self.wq.running) >= running_cap and (self.wq.waiting or self.wq._aside):
             self.exercised.add(cap_class)
         return [r.request_id for r in ran]
+
+    def _lora_base(self, scheduled: dict[str, int]) -> set[int]:
+        """The adapters vLLM counts before its waiting loop: of the running requests
+        the running loop scheduled (0.30.0-0.32.0), of every running one (0.33.0).
+        The two agree in these scenarios: with synchronous scheduling a running
+        request goes unscheduled only when the budget is spent or it was
+        preempted, and then no waiting loop runs."""
+        every = vllm_side.LORA_COUNTS_EVERY_RUNNING
+        return {
+            self.specs[r.request_id].lora_id
+            for r in self.wq.running
+            if self.specs[r.request_id].lora_id and (every or r.request_id in scheduled)
+        }
+
+    def _over_lora_cap(self, request_id: str, loras: set[int], max_loras: int | None) -> bool:
+        lora_id = self.specs[request_id].lora_id
+        return bool(max_loras and lora_id and len(loras) == max_loras and lora_id not in loras)
+
+    def _not_run(self, request: Any, answer: str | None, loads: set[str]) -> StepDecision:
+        """A request vLLM examined and did not run: skipped for the connector, or
+        parked for its async KV load; else the step ended at it."""
+        if answer == "unknown":
+            self.exercised.add("connector-skip")
+            return StepDecision.STOP if self.tamper == "connector-skip-stops" else StepDecision.SKIP
+        if request.request_id in loads:
+            self.exercised.add("kv-load-async")
+            # The connector loads all but the last token (scenario_connector.py).
+            rid = request.request_id
+            self.computed[rid] = self.prompts[rid] + self.outputs[rid] - 1
+            if self.tamper != "async-load-not-parked":
+                request.status = REMOTE_KVS
+            return StepDecision.SKIP
+        return StepDecision.STOP
 
     def after_output(self, scheduled: dict[str, int], stops: set[str]) -> None:
         """Advance each scheduled request; finish the ones that stop or reach max_tokens."""
@@ -274,6 +358,8 @@ def run_scenario(
         outcome.crash = {"seed": item.seed, "event": "build", "error": _error_line(error)}
         return outcome
     theirs: dict[str, vllm_side.Request] = {}
+    loading: set[str] = set()  # async KV loads started and not yet reported finished
+    scenario_connector.reset()
     keys: Counter[tuple[int, float]] = Counter()
     for index, event in enumerate(item.events):
         where = {
@@ -283,7 +369,7 @@ def run_scenario(
             "event": repr(event),
         }
         try:
-            expected = _vllm_event(scheduler, theirs, event)
+            expected = _vllm_event(scheduler, theirs, event, loading)
         except Exception as error:
             outcome.crash = {**where, "error": _error_line(error)}
             return outcome
@@ -325,12 +411,16 @@ def run_scenario(
 
 
 def _vllm_event(
-    scheduler: vllm_side.Scheduler, requests: dict[str, Any], event: Any
+    scheduler: vllm_side.Scheduler, requests: dict[str, Any], event: Any, loading: set[str]
 ) -> dict[str, Any]:
     """Apply `event` to vLLM; return what the queueref side needs and must match."""
     result: dict[str, Any] = {"step": {}}
     if isinstance(event, Arrive):
         for spec in event.requests:
+            if spec.unknown_asks or spec.async_load:
+                scenario_connector.PLANS[spec.request_id] = scenario_connector.Plan(
+                    spec.unknown_asks, spec.async_load
+                )
             request = vllm_side.make_request(
                 spec.request_id,
                 priority=spec.priority,
@@ -339,6 +429,7 @@ def _vllm_event(
                 max_tokens=spec.max_tokens,
                 structured=spec.structured,
                 resumable=spec.resumable,
+                lora_id=spec.lora_id,
             )
             requests[spec.request_id] = request
             scheduler.add_request(request)
@@ -356,24 +447,40 @@ def _vllm_event(
                     max_tokens=session.max_tokens,
                     structured=False,
                     resumable=event.num_prompt_tokens is not None,
+                    lora_id=session.lora_request.lora_int_id if session.lora_request else 0,
                 )
             )
     elif isinstance(event, Abort):
         scheduler.finish_requests(list(event.request_ids), vllm_side.RequestStatus.FINISHED_ABORTED)
     else:
         running_before = {r.request_id for r in scheduler.running}
+        scenario_connector.ASKED.clear()
         output = scheduler.schedule()
+        answers = dict(scenario_connector.ASKED)
+        load_started = {
+            r for r, answer in answers.items() if answer == "async" and requests[r].status is REMOTE
+        }
+        loading |= load_started
         scheduled = dict(output.num_scheduled_tokens)
         from_waiting = {r: n for r, n in scheduled.items() if r not in running_before}
         victims = sorted(output.preempted_req_ids or ())
         draws = dict(event.stop_draws)
         stops = {r for r in scheduled if draws.get(r, 1.0) < STOP_CHANCE}
-        scheduler.update_from_output(output, vllm_side.model_output(scheduler, scheduled, stops))
+        recv = dict(event.recv_draws)
+        finished_recving = {r for r in loading if recv.get(r, 1.0) < 0.5}
+        loading -= finished_recving
+        recv_done = {r for r in finished_recving if requests[r].status is REMOTE}
+        scheduler.update_from_output(
+            output, vllm_side.model_output(scheduler, scheduled, stops, finished_recving)
+        )
         result.update(
             scheduled=scheduled,
             from_waiting=from_waiting,
             stops=stops,
             running_tokens=sum(n for r, n in scheduled.items() if r in running_before),
+            connector_answers=answers,
+            load_started=load_started,
+            recv_done=recv_done,
         )
         result["step"] = {"victims": victims, "from_waiting": list(from_waiting)}
     return result
@@ -396,6 +503,7 @@ def _queueref_event(
         ours.wq.abort([r for r in event.request_ids])
         return {}
     victims = ours.preempt(len(expected["step"]["victims"]))
+    ours.preempted_once.update(victims)
     ran: list[str] = []
     if not victims:  # vLLM runs no waiting loop in a step that preempted
         ran = ours.schedule_waiting(
@@ -403,8 +511,10 @@ def _queueref_event(
             shape.max_num_batched_tokens - expected["running_tokens"],
             shape.running_cap,
             "max-num-seqs" if shape.running_cap == shape.max_num_seqs else "max-num-active-seqs",
+            {**expected, "max_loras": shape.max_loras},
         )
     ours.after_output(expected["scheduled"], expected["stops"])
+    ours.recv_done |= expected["recv_done"]
     return {"victims": sorted(victims), "from_waiting": ran}
 
 

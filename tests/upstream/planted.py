@@ -14,6 +14,9 @@ their report entries to one JSON file.
 * The neighbouring release's layout (`NEIGHBOUR_LAYOUT`), compared on the
   fields every layout shares: caught where the scenarios reach what tells
   the two releases apart (`NEIGHBOUR_REACHABLE`; specs/upstream-versions.md).
+* Wrong answers in the LoRA and KV-connector classes (`differential.CLASS_TAMPERS`):
+  a LoRA-cap or connector skip answered STOP, an async load not parked as
+  WAITING_FOR_REMOTE_KVS, a load promoted before a model output reported it.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import vllm_side
-from differential import LAYOUT_OF_RELEASE, TAMPERS, queue_family, sweep
+from differential import CLASS_TAMPERS, LAYOUT_OF_RELEASE, TAMPERS, queue_family, sweep
 
 # Planted divergences: (broken WaitingQueues of tests/helpers/waiting_variants.py, the layouts
 # it breaks, the fields the comparison must report). Run with contracts off
@@ -43,6 +46,8 @@ VARIANTS: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = (
     ("EnqueueIgnoresBlocked", ("vllm-0.30",), frozenset({"skipped_waiting", "waiting"})),
     ("ParksWithoutReversal", ("vllm-0.30",), frozenset({"skipped_waiting"})),
     ("ForgetsToDefer", ("vllm-0.33",), frozenset({"deferred_waiting"})),
+    # A skipped async KV load (it holds blocks) sent back to waiting.
+    ("SkipsBackToWaiting", ("vllm-0.33",), frozenset({"kv_holding_waiting", "waiting"})),
     (
         "AbortMissesSkipped",
         ("vllm-0.30", "vllm-0.33"),
@@ -59,7 +64,10 @@ VARIANTS: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = (
     (
         "IgnoresTheGuard",
         ("vllm-0.30", "vllm-0.33"),
-        frozenset({"skipped_waiting", "waiting", "kv_holding_waiting", "statuses"}),
+        # deferred_waiting: a head examined after the budget is spent and skipped.
+        frozenset(
+            {"skipped_waiting", "waiting", "kv_holding_waiting", "deferred_waiting", "statuses"}
+        ),
     ),
     (
         "SlotsIgnorePausedSessions",
@@ -85,6 +93,15 @@ NEIGHBOUR_LAYOUT = {
 # differs from 0.31.0 only under PAUSED_NEW, and 0.33.0 from 0.32.0 only for a head
 # left with no tokens (encoder inputs, prefill lookahead): the scenarios drive neither.
 NEIGHBOUR_REACHABLE = frozenset({"0.30.0", "0.31.0"})
+# The class each answer tamper breaks, and the fields it must be caught in.
+QUEUES = frozenset({"waiting", "skipped_waiting", "kv_holding_waiting", "deferred_waiting"})
+CLASS_TAMPER_FIELDS: dict[str, tuple[str, frozenset[str]]] = {
+    "lora-skip-stops": ("lora-cap-skip", QUEUES | {"from_waiting"}),
+    "connector-skip-stops": ("connector-skip", QUEUES | {"from_waiting"}),
+    "async-load-not-parked": ("kv-load-async", QUEUES | {"statuses"}),
+    "kv-load-promoted-early": ("kv-load-promoted", QUEUES | {"statuses", "from_waiting"}),
+}
+assert set(CLASS_TAMPER_FIELDS) == set(CLASS_TAMPERS)
 
 
 def planted(seeds: range, layout: str) -> dict[str, Any]:
@@ -127,7 +144,7 @@ def planted(seeds: range, layout: str) -> dict[str, Any]:
         if queue_family(layout) in layouts:
             factory = extra.get(name) or getattr(waiting_variants, name)
             results[name] = sweep(seeds, layout, factory)
-    for tamper in TAMPERS:
+    for tamper in TAMPERS + CLASS_TAMPERS:
         results[tamper] = sweep(seeds, layout, tamper=tamper)
     results["neighbour-layout"] = sweep(seeds, NEIGHBOUR_LAYOUT[vllm_side.RELEASE])
     return results

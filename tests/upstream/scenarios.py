@@ -21,6 +21,15 @@ all drawn from `random.Random(seed)`, so a seed names a scenario everywhere
   time: queueref deliberately keeps it where vLLM sets the update's
   (`reference/queueref/waiting/lifecycle.py`, "Deliberate divergences").
 
+About a third of the scenarios run with a `LoRAConfig` of `max_loras` 1 or 2
+(most of their requests name one of three adapters), and about a third with
+the scenario's KV connector (`scenario_connector.py`): a request's first asks
+may answer "not known yet" (vLLM skips it for the step) and about one in three
+loads its KV asynchronously (WAITING_FOR_REMOTE_KVS) until a step's model
+output reports the load finished (a draw per step, `recv_draws`). These are
+drawn from a second generator seeded from the seed, so the draws above are
+those of the scenarios without them.
+
 Small KV pools (6-24 blocks of 4 tokens against prompts of up to 20 tokens
 and up to 16 outputs) make running requests preempt each other.
 """
@@ -45,6 +54,9 @@ class RequestSpec:
     max_tokens: int
     structured: bool
     resumable: bool = False
+    lora_id: int = 0  # > 0: the LoRA adapter it names
+    unknown_asks: int = 0  # the connector answers "not known yet" this many times
+    async_load: bool = False  # the connector loads its KV asynchronously
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,8 @@ class GrammarReady:
 class Step:
     # One draw per request id, looked up for the requests that sample a token.
     stop_draws: tuple[tuple[str, float], ...]
+    # One draw per request id: an async KV load in flight finishes when below 0.5.
+    recv_draws: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -87,6 +101,9 @@ class Scenario:
 def scenario(seed: int, policy: str | None = None) -> Scenario:
     """The scenario of `seed` (the policy drawn unless given)."""
     rng = random.Random(seed)
+    features = random.Random(f"{seed}/lora-and-connector")
+    max_loras = features.choice((None, None, 1, 2))
+    kv_connector = features.random() < 0.35
     max_num_seqs = rng.randint(1, 6)
     shape = SchedulerShape(
         policy=policy if policy is not None else rng.choice(POLICIES),
@@ -96,6 +113,8 @@ def scenario(seed: int, policy: str | None = None) -> Scenario:
         max_num_batched_tokens=rng.choice((8, 12, 16, 24, 32, 64)),
         # Used by vLLM 0.31.0 and later only.
         max_num_active_seqs=rng.choice((None, rng.randint(1, max_num_seqs))),
+        max_loras=max_loras,
+        kv_connector=kv_connector,
     )
     events: list[Event] = []
     ids: list[str] = []
@@ -116,6 +135,9 @@ def scenario(seed: int, policy: str | None = None) -> Scenario:
                     max_tokens=rng.randint(1, 16),
                     structured=kind < 0.25,
                     resumable=kind >= 0.8,
+                    lora_id=features.choice((0, 1, 2, 3, 3)) if max_loras else 0,
+                    unknown_asks=features.choice((0, 0, 0, 1, 2)) if kv_connector else 0,
+                    async_load=kv_connector and features.random() < 0.35,
                 )
                 ids.append(request_id)
                 if spec.structured:
@@ -139,11 +161,15 @@ def scenario(seed: int, policy: str | None = None) -> Scenario:
                 chosen.append("unknown")
             events.append(Abort(tuple(chosen)))
         else:
-            events.append(_step(rng, ids))
+            events.append(_step(rng, features if kv_connector else None, ids))
     for _ in range(5):  # let the queues drain a little at the end
-        events.append(_step(rng, ids))
+        events.append(_step(rng, features if kv_connector else None, ids))
     return Scenario(seed, shape, tuple(events))
 
 
-def _step(rng: random.Random, ids: list[str]) -> Step:
-    return Step(tuple((request_id, rng.random()) for request_id in ids))
+def _step(rng: random.Random, features: random.Random | None, ids: list[str]) -> Step:
+    """`features`: the second generator, in scenarios with the KV connector only."""
+    stops = tuple((request_id, rng.random()) for request_id in ids)
+    if features is None:
+        return Step(stops)
+    return Step(stops, tuple((request_id, features.random()) for request_id in ids))

@@ -21,7 +21,13 @@ from typing import Any
 import pytest
 import vllm
 from differential import LAYOUT_OF_RELEASE, MODELLED_RELEASES, queue_family, sweep
-from planted import NEIGHBOUR_REACHABLE, TAMPER_FIELDS, VARIANTS, VICTIM_VARIANTS
+from planted import (
+    CLASS_TAMPER_FIELDS,
+    NEIGHBOUR_REACHABLE,
+    TAMPER_FIELDS,
+    VARIANTS,
+    VICTIM_VARIANTS,
+)
 
 import queueref.config
 
@@ -45,6 +51,11 @@ REQUIRED_CLASSES = (
     "streaming-paused",
     "streaming-continued",
     "streaming-paused-skipped",
+    # A LoRAConfig's max_loras and the scenario's KV connector (vllm_side.py).
+    "lora-cap-skip",
+    "connector-skip",
+    "kv-load-async",
+    "kv-load-promoted",
 ) + (("kv-holding-waiting", "max-num-active-seqs") if LAYOUT != "vllm-0.30" else ())
 PLANTED_SEEDS = (20_000, 20_080)
 
@@ -80,7 +91,9 @@ def test_the_release_checked_is_the_one_named() -> None:
 
 
 def test_sweep() -> None:
-    """The release's scenarios (cheap contracts on); writes its entry of the report."""
+    """WL-STEP-1, WL-STEP-10, WL-STR-1, WL-STR-2, WL-STR-4, WL-STR-5, WL-LAY-1, WL-L33-1,
+    WL-L33-2, WL-L33-3, WL-L33-4 on the real Scheduler: the release's scenarios (cheap
+    contracts on), every required class exercised; writes its entry of the report."""
     deep = queueref.config.deep_checks()
     queueref.config.set_deep_checks(False)
     try:
@@ -161,3 +174,20 @@ def test_the_neighbouring_release_layout(planted: dict[str, Any]) -> None:
         "paused_sessions",
         "queueref-error",  # queueref refused what vLLM did: a request it had not run
     }, entry["difference_classes"]
+
+
+@pytest.mark.parametrize(
+    ("tamper", "checked"), sorted(CLASS_TAMPER_FIELDS.items()), ids=sorted(CLASS_TAMPER_FIELDS)
+)
+def test_a_wrong_answer_of_each_class_is_caught(
+    planted: dict[str, Any], tamper: str, checked: tuple[str, frozenset[str]]
+) -> None:
+    """The LoRA and connector classes have teeth: the planted seeds go through the
+    class (its baseline counts it) and a wrong answer in it shows in the fields
+    it touches."""
+    name, fields = checked
+    assert planted["baseline"]["classes"].get(name, 0) > 0, (name, planted["baseline"]["classes"])
+    entry = planted[tamper]
+    assert entry["crashes"] == 0, entry["first_crashes"]
+    found = set(entry["difference_classes"])
+    assert entry["differences"] > 0 and found & fields, (tamper, entry["difference_classes"])

@@ -7,10 +7,14 @@ folder there).
 
 The world the scheduler runs in is chosen so that, of all the reasons vLLM's
 waiting loop has to skip or stop at a request, only the ones queueref's
-callbacks stand for can happen: no prefix caching, no LoRA, no KV connector,
-no encoder, no speculative decoding, synchronous scheduling. A request with
-structured output waits for its grammar (WAITING_FOR_STRUCTURED_OUTPUT_GRAMMAR)
-until the scenario makes the grammar ready.
+callbacks stand for can happen: no prefix caching, no encoder, no speculative
+decoding, synchronous scheduling. A request with structured output waits for
+its grammar (WAITING_FOR_STRUCTURED_OUTPUT_GRAMMAR) until the scenario makes
+the grammar ready. Some shapes add a `LoRAConfig` with a small `max_loras`
+(requests name adapters by `LoRARequest`; the scheduler only counts them, no
+weights are loaded) and a KV connector (`scenario_connector.py`) whose answers
+the scenario plans: "not known yet" (a skip) and asynchronous loads
+(WAITING_FOR_REMOTE_KVS until a model output reports `finished_recving`).
 """
 
 from __future__ import annotations
@@ -26,14 +30,17 @@ import vllm
 from vllm.config import (
     CacheConfig,
     DeviceConfig,
+    KVTransferConfig,
+    LoRAConfig,
     ModelConfig,
     SchedulerConfig,
     VllmConfig,
 )
+from vllm.lora.request import LoRARequest
 from vllm.sampling_params import SamplingParams, StructuredOutputsParams
 from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
-from vllm.v1.outputs import ModelRunnerOutput
+from vllm.v1.outputs import KVConnectorOutput, ModelRunnerOutput
 from vllm.v1.request import Request, RequestStatus
 from vllm.v1.structured_output import StructuredOutputManager
 
@@ -43,6 +50,10 @@ OTHER_TOKEN_ID = 7
 MAX_MODEL_LEN = 256
 # vLLM 0.31.0 replaced `skipped_waiting` with `kv_holding_waiting` and `deferred_waiting`.
 KV_HOLDING_LAYOUT = not hasattr(Scheduler, "_select_waiting_queue_for_scheduling")
+# The LoRA cap of the waiting loop counts the adapters of every running request from
+# vLLM 0.33.0 (`schedule()`: `for req in self.running`); 0.30.0-0.32.0 count those of
+# the running requests scheduled this step (`for req in scheduled_running_reqs`).
+LORA_COUNTS_EVERY_RUNNING = tuple(int(x) for x in RELEASE.split(".")[:2]) >= (0, 33)
 # vLLM 0.31.0 added SchedulerConfig.max_num_active_seqs.
 HAS_ACTIVE_SEQS = "max_num_active_seqs" in SchedulerConfig.__dataclass_fields__
 
@@ -97,6 +108,10 @@ class SchedulerShape:
     max_num_batched_tokens: int
     # From vLLM 0.31.0: the cap on RUNNING the waiting loop checks (None: max_num_seqs).
     max_num_active_seqs: int | None = None
+    # A LoRAConfig with this max_loras (None: no LoRA).
+    max_loras: int | None = None
+    # The scenario's KV connector (scenario_connector.ScenarioConnector).
+    kv_connector: bool = False
 
     @property
     def running_cap(self) -> int:
@@ -122,11 +137,21 @@ def build_scheduler(shape: SchedulerShape) -> Scheduler:
     cache_config = CacheConfig(
         block_size=shape.block_size, enable_prefix_caching=False, cache_dtype="auto"
     )
+    extra: dict[str, Any] = {}
+    if shape.max_loras is not None:
+        extra["lora_config"] = LoRAConfig(max_loras=shape.max_loras)
+    if shape.kv_connector:
+        extra["kv_transfer_config"] = KVTransferConfig(
+            kv_connector="ScenarioConnector",
+            kv_connector_module_path="scenario_connector",
+            kv_role="kv_both",
+        )
     vllm_config = VllmConfig(
         scheduler_config=scheduler_config,
         model_config=model_config(),
         cache_config=cache_config,
         device_config=DeviceConfig(device="cpu"),
+        **extra,
     )
     spec = FullAttentionSpec(
         block_size=shape.block_size, num_kv_heads=1, head_size=1, dtype=torch.float32
@@ -155,9 +180,11 @@ def make_request(
     max_tokens: int,
     structured: bool,
     resumable: bool = False,
+    lora_id: int = 0,
 ) -> Request:
     """A vLLM Request; with `structured` it waits for its grammar; `resumable`: a
-    streaming session (given again under its id: the session's next chunk)."""
+    streaming session (given again under its id: the session's next chunk);
+    `lora_id` > 0: it names that LoRA adapter (never loaded: no worker runs)."""
     params = SamplingParams(
         max_tokens=max_tokens,
         stop_token_ids=[EOS_TOKEN_ID],
@@ -171,6 +198,7 @@ def make_request(
         arrival_time=arrival_time,
         priority=priority,
         resumable=resumable,
+        lora_request=LoRARequest(f"lora{lora_id}", lora_id, "/nonexistent") if lora_id else None,
     )
 
 
@@ -202,9 +230,13 @@ def make_grammar_ready(request: Request) -> None:
 
 
 def model_output(
-    scheduler: Scheduler, num_scheduled_tokens: dict[str, int], stops: set[str]
+    scheduler: Scheduler,
+    num_scheduled_tokens: dict[str, int],
+    stops: set[str],
+    finished_recving: set[str] | None = None,
 ) -> ModelRunnerOutput:
-    """One token for each request whose prompt is computed (EOS for those in `stops`)."""
+    """One token for each request whose prompt is computed (EOS for those in `stops`);
+    `finished_recving`: the async KV loads the worker reports done."""
     sampled: list[list[int]] = []
     for request_id in num_scheduled_tokens:
         request = scheduler.requests[request_id]
@@ -216,6 +248,9 @@ def model_output(
         req_ids=list(num_scheduled_tokens),
         req_id_to_index={r: i for i, r in enumerate(num_scheduled_tokens)},
         sampled_token_ids=sampled,
+        kv_connector_output=(
+            KVConnectorOutput(finished_recving=finished_recving) if finished_recving else None
+        ),
     )
 
 

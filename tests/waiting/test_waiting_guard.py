@@ -3,8 +3,10 @@
 vLLM 0.30.0's loop is `while (waiting or skipped_waiting) and token_budget > 0`:
 a spent budget ends the step before the next head is peeked, promoted or
 skipped. These tests pin where the guard is asked, show that `check` alone
-cannot stand in for it (against the distillation of vLLM 0.30.0's loop), and
-that the contracts catch loops that ask it in the wrong place.
+cannot stand in for it (against vLLM 0.30.0's outcome, written here by hand
+from its wheel; `tests/upstream/test_budget_guard.py` runs the same two
+requests through the real `Scheduler` of every installed release), and that
+the contracts catch loops that ask it in the wrong place.
 """
 
 from __future__ import annotations
@@ -13,8 +15,6 @@ from typing import Any
 
 import icontract
 import pytest
-from vllm_distill_030 import Scheduler030, World
-from vllm_distill_queues import DistilledRequest
 from waiting_variants import AsksTheGuardTwice, IgnoresTheGuard, NeverAsksTheGuard
 
 from queueref import Request, RequestStatus, SchedulingPolicy, StepDecision, WaitingQueues
@@ -131,18 +131,14 @@ def test_guard_callback_cannot_reenter() -> None:
 # check alone cannot emulate the guard (against vLLM 0.30.0's loop)
 
 
-def _vllm_030_outcome() -> dict[str, RequestStatus]:
-    """vLLM 0.30.0 (distilled): PRIORITY, `a` (priority 0) and a grammar-blocked `g`
-    (priority 1) whose grammar has compiled; a budget of one token, spent on `a`."""
-    world = World(max_num_running_reqs=10, max_loras=1, chunked_prefill=True, free_blocks=5)
-    vllm = Scheduler030("priority", world)
-    a = DistilledRequest("a", 0, 0.0, RequestStatus.WAITING, num_tokens=1)
-    g = DistilledRequest("g", 1, 0.0, GRAMMAR, num_tokens=1)
-    g.grammar_ready = True
-    vllm.add_request(a)
-    vllm.add_request(g)
-    assert vllm.schedule(token_budget=1) == {"a": 1}
-    return {"a": a.status, "g": g.status}
+# vLLM 0.30.0 (`vllm/v1/core/sched/scheduler.py`, `Scheduler.schedule()`, read from the
+# wheel): PRIORITY, `a` (priority 0) in `waiting` and a grammar-blocked `g` (priority 1,
+# its grammar compiled) in `skipped_waiting`; the heads' keys pick `waiting`, `a` takes
+# the whole one-token budget and `while (self.waiting or self.skipped_waiting) and
+# token_budget > 0` ends the step before `g` is peeked: `_try_promote_blocked_waiting_request`
+# never runs for it. Written by hand; tests/upstream/test_budget_guard.py checks the same
+# outcome on the real Scheduler.
+VLLM_030_OUTCOME = {"a": RequestStatus.RUNNING, "g": GRAMMAR}
 
 
 def _queueref(use_guard: bool, promote_answer: bool) -> tuple[dict[str, RequestStatus], list[str]]:
@@ -176,8 +172,7 @@ def test_check_alone_cannot_emulate_the_guard() -> None:
     WAITING_FOR_STRUCTURED_OUTPUT_GRAMMAR, and any answer means the promotion (with its
     side effects in vLLM, e.g. recording a grammar error) ran for a head vLLM never
     reaches."""
-    vllm = _vllm_030_outcome()
-    assert vllm == {"a": RequestStatus.RUNNING, "g": GRAMMAR}
+    vllm = VLLM_030_OUTCOME
     with_guard, offered = _queueref(use_guard=True, promote_answer=True)
     assert with_guard == vllm and offered == []
     truthful, offered = _queueref(use_guard=False, promote_answer=True)
