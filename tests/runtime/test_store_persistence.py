@@ -54,3 +54,27 @@ def test_ADM_FAULT_1_a_restart_keeps_the_counts_only_with_persistence(persistent
         asyncio.run(scenario())
     finally:
         server.close()
+
+
+def test_ADM_FAULT_1_start_returns_once_the_append_only_file_is_loaded() -> None:
+    """ADM-FAULT-1: a restarted persistent Redis answers LOADING until it has read its
+    append-only file back; `start()` returns only after that, so the first command after
+    a restart is answered (before, it could meet BusyLoadingError under load)."""
+    import redis
+
+    server = RedisServer(persistent=True)
+    server.start()
+    try:
+        client = redis.Redis.from_url(server.url)
+        pipe = client.pipeline(transaction=False)
+        for i in range(300_000):
+            pipe.set(f"k{i}", i)
+        pipe.execute()
+        client.close()
+        server.stop()
+        server.start()
+        client = redis.Redis.from_url(server.url)
+        assert client.get("k299999") == b"299999"  # no BusyLoadingError
+        client.close()
+    finally:
+        server.close()

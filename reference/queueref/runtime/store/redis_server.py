@@ -69,10 +69,14 @@ class RedisServer:
             try:
                 with socket.create_connection((LOOPBACK, self.port), timeout=0.2) as conn:
                     conn.sendall(b"PING\r\n")
-                    if conn.recv(64):
+                    reply = conn.recv(64)
+                    # Up, and done reading its append-only file: until then every
+                    # command answers LOADING (a restart with persistence, under load).
+                    if reply and not reply.startswith(b"-LOADING"):
                         return
             except OSError:
-                time.sleep(0.02)
+                pass
+            time.sleep(0.02)
         self.stop()
         raise RuntimeError(f"redis-server did not start on {LOOPBACK}:{self.port}")
 
