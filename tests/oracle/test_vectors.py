@@ -31,6 +31,8 @@ DEFINITION = re.compile(r"^\s*(?:[-*]\s+)?\*\*((?:RQ|ADM)-[A-Z0-9]+(?:-[A-Z0-9]+
 NOT_VECTORISED: dict[tuple[str, str], str] = {
     ("RQ", "PRI-6"): "the heap property is internal structure, invisible through the interface",
     ("RQ", "IMPL-1"): "the id index is internal structure, invisible through the interface",
+    ("RQ", "IMPL-2"): "copying a queue through Python's pickle or copy.deepcopy: a Python"
+    " object's copy, not an operation of the queue's interface",
     ("RQ", "COST-1"): "what a contract costs is not an input/output behaviour",
     ("RQ", "COST-2"): "where and when contracts are checked (every subclass, not under"
     " python -O) is not an input/output behaviour",

@@ -30,11 +30,12 @@ from queueref.request import RequestLike
 
 class _Tombstone:
     """The mark of a removed entry: one object, which copy, deepcopy and pickle keep
-    as itself (RQ-IMPL-2: `__reduce__` names the module's `_REMOVED`)."""
+    as itself (`__reduce__` names the module's `_REMOVED`)."""
 
     __slots__ = ()
 
     def __reduce__(self) -> str:
+        # RQ-IMPL-2: a copied object() would be another object, handed out as a request.
         return "_REMOVED"
 
     def __repr__(self) -> str:

@@ -33,8 +33,9 @@ from queueref.waiting.places import (
 def place_of(wq: WaitingState, request: object) -> str | None:
     """The place of this very request, or None when the instance does not know it.
 
-    Compare a place with `==`, never `is` (WL-COPY-1): a copy made through pickle
-    holds names equal to `IN_WAITING` and the others, not the same objects."""
+    Compare a place with `==`, never `is`: a copy made through pickle holds names
+    equal to `IN_WAITING` and the others, not the same objects."""
+    # WL-COPY-1: places compared by value, so a pickled copy goes on as the original.
     if not is_lifecycle_request(request):
         return None
     request_id = getattr(request, "request_id")  # noqa: B009 - checked shape, any object
