@@ -36,7 +36,9 @@ A survivor listed in `docs/mutation/survivors.md` with verdict `equivalent` (it 
 change behaviour) is counted as equivalent, not as survived; the score is
 killed / (mutants - equivalent), a kill being a failing test only. Timeouts (after one
 retry with a longer limit), errors and incompetent runs are listed apart and count against
-the score.
+the score. Test files that fail to collect on a mutant are set aside by the selector and
+the rest decide; each mutant's record lists them (`uncollectable`), and the summary counts
+the mutants that had any.
 
 An equivalence row names its module, line, operator and code; a full run of a module
 fails when one of its rows matches no surviving mutant (`stale_equivalents`): the code
