@@ -213,6 +213,7 @@ MODULES: dict[str, Target] = {
             "tests/package/test_validators.py",
             "tests/admission/test_admission_pins.py",
             "tests/oracle/test_trace_check.py",
+            "tests/oracle/test_check_trace_preflight.py",
         ),
     ),
     "oracle/trace_bounds.py": Target(
@@ -224,6 +225,7 @@ MODULES: dict[str, Target] = {
             "tests/package/test_validators.py",
             "tests/admission/test_admission_pins.py",
             "tests/oracle/test_trace_check.py",
+            "tests/oracle/test_check_trace_preflight.py",
         ),
     ),
     "oracle/trace_replay.py": Target(
@@ -235,6 +237,7 @@ MODULES: dict[str, Target] = {
             "tests/package/test_validators.py",
             "tests/admission/test_admission_pins.py",
             "tests/oracle/test_trace_check.py",
+            "tests/oracle/test_check_trace_preflight.py",
         ),
     ),
     "oracle/trace_report.py": Target(
@@ -246,6 +249,7 @@ MODULES: dict[str, Target] = {
             "tests/package/test_validators.py",
             "tests/admission/test_admission_pins.py",
             "tests/oracle/test_trace_check.py",
+            "tests/oracle/test_check_trace_preflight.py",
         ),
     ),
     "trace/files.py": Target(
