@@ -36,7 +36,9 @@ A survivor listed in `docs/mutation/survivors.md` with verdict `equivalent` (it 
 change behaviour) is counted as equivalent, not as survived; the score is
 killed / (mutants - equivalent), a kill being a failing test only. Timeouts (after one
 retry with a longer limit), errors and incompetent runs are listed apart and count against
-the score.
+the score. Test files that fail to collect on a mutant are set aside by the selector and
+the rest decide; each mutant's record lists them (`uncollectable`), and the summary counts
+the mutants that had any.
 
 An equivalence row names its module, line, operator and code; a full run of a module
 fails when one of its rows matches no surviving mutant (`stale_equivalents`): the code
@@ -128,6 +130,9 @@ _QUEUE_TESTS = (
     "tests/queues/test_queue_priority.py",
     "tests/queues/test_queue_base.py",
     "tests/queues/test_queue_checks.py",
+    "tests/queues/test_queue_contracts.py",
+    "tests/queues/test_queue_copies.py",
+    "tests/queues/test_queue_adversarial_requests.py",
 )
 
 #: The controller's tests; they also pin the step-wise check and the postconditions.
@@ -209,6 +214,7 @@ MODULES: dict[str, Target] = {
             "tests/package/test_validators.py",
             "tests/admission/test_admission_pins.py",
             "tests/oracle/test_trace_check.py",
+            "tests/oracle/test_check_trace_preflight.py",
         ),
     ),
     "oracle/trace_bounds.py": Target(
@@ -220,6 +226,7 @@ MODULES: dict[str, Target] = {
             "tests/package/test_validators.py",
             "tests/admission/test_admission_pins.py",
             "tests/oracle/test_trace_check.py",
+            "tests/oracle/test_check_trace_preflight.py",
         ),
     ),
     "oracle/trace_replay.py": Target(
@@ -231,6 +238,7 @@ MODULES: dict[str, Target] = {
             "tests/package/test_validators.py",
             "tests/admission/test_admission_pins.py",
             "tests/oracle/test_trace_check.py",
+            "tests/oracle/test_check_trace_preflight.py",
         ),
     ),
     "oracle/trace_report.py": Target(
@@ -242,6 +250,7 @@ MODULES: dict[str, Target] = {
             "tests/package/test_validators.py",
             "tests/admission/test_admission_pins.py",
             "tests/oracle/test_trace_check.py",
+            "tests/oracle/test_check_trace_preflight.py",
         ),
     ),
     "trace/files.py": Target(
@@ -271,6 +280,8 @@ class Outcome:
     code: str  # the original line, stripped
     verdict: str  # killed | survived | uncovered | timed-out | errored | incompetent
     diff: str
+    #: Test files that failed to collect on this mutant and were set aside (the rest decided).
+    uncollectable: tuple[str, ...] = ()
 
 
 def annotation_ranges(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
@@ -541,6 +552,12 @@ def killed_verdict(output: str) -> str:
     return "killed"
 
 
+def uncollectable_files(output: str) -> tuple[str, ...]:
+    """The test files the selector set aside for a mutant (its `uncollectable:` lines)."""
+    found = re.findall(r"^uncollectable: (.+?) \(a collection error", output, flags=re.MULTILINE)
+    return tuple(f for line in found for f in line.split())
+
+
 def _read_outcomes(session: Path, source: str, chosen_ids: set[str]) -> list[Outcome]:
     """Every chosen mutant's verdict, from the cosmic-ray session."""
     from cosmic_ray.work_db import WorkDB, use_db
@@ -571,6 +588,7 @@ def _read_outcomes(session: Path, source: str, chosen_ids: set[str]) -> list[Out
                     code,
                     verdict,
                     result.diff or "",
+                    uncollectable_files(output),
                 )
             )
     return outcomes
@@ -606,6 +624,8 @@ def summarize(
         "errored": count["errored"],
         "survived": count["survived"] + count["uncovered"],
         "uncovered": count["uncovered"],
+        # Mutants some of whose test files failed to collect: the other files decided.
+        "uncollectable": sum(1 for o in outcomes if o.uncollectable),
         "equivalent": count["equivalent"],
         "score": round(killed / scored, 3) if scored else None,
         "survivors": [
@@ -627,6 +647,7 @@ def summarize(
                 "occurrence": o.occurrence,
                 "code": o.code,
                 "verdict": o.verdict,
+                **({"uncollectable": list(o.uncollectable)} if o.uncollectable else {}),
             }
             for o, _ in ordered
         ],
@@ -655,6 +676,7 @@ def stored_outcomes(module: dict[str, Any]) -> list[Outcome]:
             o["code"],
             o["verdict"],
             diffs.get(_key(o["operator"], o["occurrence"]), ""),
+            tuple(o.get("uncollectable", ())),
         )
         for o in module["outcomes"]
     ]
@@ -673,17 +695,18 @@ def rescore(run: dict[str, Any]) -> dict[str, Any]:
 def table(modules: dict[str, dict[str, Any]]) -> str:
     """The markdown table of a run's summary."""
     rows = [
-        "| module | run | mutants run (of all) | killed | timed out | survived (uncovered) "
-        "| equivalent | score | date |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| module | run | mutants run (of all) | killed | timed out | errors "
+        "| survived (uncovered) | equivalent | score | uncollectable | date |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, m in modules.items():
         score = "-" if m["score"] is None else f"{100 * m['score']:.1f}%"
         kind = f"sample of {m['sample']}" if m.get("sample") else "full"
         rows.append(
             f"| `{name}` | {kind} | {m['mutants']} ({m['all_mutants']}) | {m['killed']} | "
-            f"{m['timed_out']} | {m['survived']} ({m.get('uncovered', 0)}) | {m['equivalent']} "
-            f"| {score} | {m.get('date', '-')} |"
+            f"{m['timed_out']} | {m.get('errored', 0) + m.get('incompetent', 0)} | "
+            f"{m['survived']} ({m.get('uncovered', 0)}) | {m['equivalent']} "
+            f"| {score} | {m.get('uncollectable', '-')} | {m.get('date', '-')} |"
         )
     return "\n".join(rows) + "\n"
 

@@ -28,6 +28,13 @@ interrupted, 3 internal error, 4 usage error, 5 no tests collected) is an `error
 and a run over its time limit is run once more with `RETRY_SLOWDOWN` times the limit
 before it is a `timeout`; both exit non-zero (cosmic-ray reads any non-zero status as
 killed), and `tools/mutation.py` reads the line and lists them apart from the kills.
+
+A test file that fails to collect (exit 2 or 4 with `ERROR collecting F`: a test module that
+builds a constant or a broken variant from the mutated source at import) is set aside,
+printed on an `uncollectable:` line, and the rest of the selected tests run again: they
+decide the verdict (1 killed, 0 survived), so the mutant's behavioural tests still run.
+A collection error alone is never a kill: when every selected file fails to collect,
+nothing is left to run and the mutant is an `error`.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ import argparse
 import ast
 import difflib
 import json
+import re
 import subprocess
 import sys
 import time
@@ -53,6 +61,10 @@ GRACE = 30.0
 RETRY_SLOWDOWN = 3.0
 #: pytest's exit status for "some test failed": the only status that is a kill.
 TESTS_FAILED = 1
+#: pytest's exit status when collection errors stop the session before any test runs.
+INTERRUPTED = 2
+#: How pytest names a test file that failed to collect, in its report.
+_COLLECTION_ERROR = re.compile(r"ERROR collecting (\S+?\.py)\b")
 
 
 @dataclass(frozen=True)
@@ -174,29 +186,59 @@ def select(coverage: dict[str, Any], original: str, mutated: str) -> Selection:
     return Selection("covered" if chosen else "uncovered", chosen, (first, last), seconds)
 
 
-def run_tests(command: list[str], limit: float) -> tuple[int, str]:
-    """Run the tests on the mutant: (exit status for cosmic-ray, verdict).
+def uncollectable_files(output: str) -> list[str]:
+    """The test files pytest's `output` reports failing to collect, in report order."""
+    return list(dict.fromkeys(_COLLECTION_ERROR.findall(output)))
 
-    survived (0), killed (pytest's 1), error (any other status: the run did not say
-    whether a test fails), timeout (over the limit twice, the second time with
-    `RETRY_SLOWDOWN` times it).
-    """
+
+def _run_once(command: list[str], limit: float) -> tuple[int, str, str]:
+    """Run pytest once on the mutant, retrying a slow run: (status, verdict, output)."""
     for attempt, seconds in enumerate((limit, RETRY_SLOWDOWN * limit)):
         try:
-            run = subprocess.run(command, timeout=seconds)
+            run = subprocess.run(command, timeout=seconds, capture_output=True, text=True)
         except subprocess.TimeoutExpired:
             if attempt == 0:
                 print(f"slow: the tests ran over {seconds:.0f} s; once more with a longer limit")
                 continue
             print(f"timeout: the tests ran over {seconds:.0f} s")
-            return 1, "timeout"
+            return 1, "timeout", ""
+        output = run.stdout + run.stderr
+        print(output, end="" if output.endswith("\n") or not output else "\n", flush=True)
         if run.returncode == 0:
-            return 0, "survived"
+            return 0, "survived", output
         if run.returncode == TESTS_FAILED:
-            return TESTS_FAILED, "killed"
-        print(f"error: pytest exited {run.returncode}, which is not a failing test")
-        return run.returncode, "error"
+            return TESTS_FAILED, "killed", output
+        return run.returncode, "error", output
     raise AssertionError("unreachable")
+
+
+def run_tests(
+    command: list[str], tests: tuple[str, ...], limit: float
+) -> tuple[int, str, tuple[str, ...]]:
+    """Run `tests` on the mutant: (exit status for cosmic-ray, verdict, files set aside).
+
+    survived (0), killed (pytest's 1), error (any other status: the run did not say
+    whether a test fails), timeout (over the limit twice, the second time with
+    `RETRY_SLOWDOWN` times it). Files that fail to collect are set aside and the rest
+    run again; they alone decide, and with none left the mutant is an error.
+    """
+    set_aside: list[str] = []
+    remaining = list(tests)
+    while True:
+        status, verdict, output = _run_once([*command, *remaining], limit)
+        broken = [f for f in uncollectable_files(output) if f not in set_aside]
+        # Exit 2 (interrupted) or, for a file named by node ids, 4 ("no collectors").
+        if verdict != "error" or not broken:
+            break
+        set_aside += broken
+        print(f"uncollectable: {' '.join(broken)} (a collection error: set aside, not a kill)")
+        remaining = [t for t in remaining if t.split("::")[0] not in set_aside]
+        if not remaining:
+            print(f"error: pytest exited {INTERRUPTED}: every selected test file fails to collect")
+            return INTERRUPTED, "error", tuple(set_aside)
+    if verdict == "error":
+        print(f"error: pytest exited {status}, which is not a failing test")
+    return status, verdict, tuple(set_aside)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -221,7 +263,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"uncovered: no test executes {where}")
     else:
         print(f"selected {len(chosen.tests)} tests ({chosen.reason}) for {where}", flush=True)
-        status, verdict = run_tests([*command, *chosen.tests], SLOWDOWN * chosen.seconds + GRACE)
+        status, verdict, set_aside = run_tests(
+            command, chosen.tests, SLOWDOWN * chosen.seconds + GRACE
+        )
+        if set_aside:
+            verdict += f" (uncollectable: {len(set_aside)} files)"
     if options.log is not None:
         with options.log.open("a") as log:
             log.write(

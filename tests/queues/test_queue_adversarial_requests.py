@@ -126,3 +126,46 @@ def test_rq_req_2_removal_that_trusts_the_request_s_equality_is_caught() -> None
         run(odd, Liar, odd_requests, op)
     assert ids(honest) == ["r0"]
     assert ids(odd) == ["r1"]  # the front went: the named request stayed
+
+
+class Shifty(Liar):
+    """Equal only to itself, but a new hash at every call: a set never finds it again."""
+
+    _hashes = iter(range(1, 1 << 62))
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        return self is not other
+
+    def __hash__(self) -> int:
+        return next(Shifty._hashes)
+
+
+@pytest.mark.parametrize(
+    ("queued", "named"),
+    [
+        # One of three found by the set pass: 5 kept where 3 should be (6 ^ 3 == 5).
+        (["r0", "r1", "r2", "s0", "s1", "s2"], ["r0", "s0", "s1"]),
+        # None found: all 3 kept where 1 should be (3 | 2 == 3).
+        (["s0", "s1", "s2"], ["s0", "s1"]),
+    ],
+)
+def test_rq_req_2_remove_requests_of_a_request_whose_hash_changes_removes_the_objects_named(
+    queued: list[str], named: list[str]
+) -> None:
+    """RQ-REQ-2 with a hash that lies: `remove_requests` may not trust a set lookup that
+    misses a named request (its hash changed); the queue drops exactly the named ones."""
+    requests: dict[str, Any] = {
+        rid: (Request if rid[0] == "r" else Shifty)(rid, 0, float(number))
+        for number, rid in enumerate(queued)
+    }
+    queue = FCFSRequestQueue()
+    for rid in queued:
+        queue.add_request(requests[rid])
+    queue.remove_requests([requests[rid] for rid in named])
+    left = [rid for rid in queued if rid not in named]
+    assert ids(queue) == left
+    assert len(queue) == len(left)
+    assert all(requests[rid] in queue for rid in left)

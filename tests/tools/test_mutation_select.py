@@ -342,3 +342,94 @@ def test_a_stale_equivalence_row_is_named(tmp_path: Path) -> None:
         "x.py:9 core/NumberReplacer#1 `n = 2`: no surviving mutant matches this row"
     ]
     assert mutation.stale_equivalents("y.py", outcomes, rows) == []
+
+
+#: A planted project: one test file builds a constant from the module's text at import (as
+#: `broken_class(..., Change(old, new))` does), one tests its behaviour.
+PLANTED = "LIMIT = 3\n\n\ndef fits(n):\n    return n <= LIMIT\n"
+PLANTED_TESTS = {
+    "test_built_at_import.py": (
+        "from pathlib import Path\n"
+        "TEXT = (Path(__file__).parent / 'toy.py').read_text()\n"
+        "if 'n <= LIMIT' not in TEXT:\n"
+        "    raise LookupError('the change does not apply')\n"
+        "def test_text():\n"
+        "    assert TEXT\n"
+    ),
+    "test_behaviour.py": (
+        "from toy import fits\ndef test_fits_at_the_limit():\n    assert fits(3)\n"
+    ),
+}
+PLANTED_MAP: dict[str, Any] = {
+    "module": "toy.py",
+    "import_lines": [1, 4],
+    "tests": {
+        "test_built_at_import.py::test_text": {"seconds": 0.1, "lines": [5]},
+        "test_behaviour.py::test_fits_at_the_limit": {"seconds": 0.2, "lines": [5]},
+    },
+}
+
+
+def _planted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mutated: str, tests: dict[str, Any]
+) -> list[str]:
+    """The planted project in `tmp_path` (the working directory), `mutated` as its module,
+    `tests` as its line map: the selector's arguments, pytest its command."""
+    monkeypatch.setattr(select, "GRACE", 60.0)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    for name, text in PLANTED_TESTS.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "map.json").write_text(json.dumps(dict(PLANTED_MAP, tests=tests)))
+    (tmp_path / "pristine.py").write_text(PLANTED)
+    (tmp_path / "toy.py").write_text(mutated)
+    monkeypatch.chdir(tmp_path)
+    return [
+        *("--map", str(tmp_path / "map.json"), "--pristine", str(tmp_path / "pristine.py")),
+        *("--module", str(tmp_path / "toy.py"), "--log", str(tmp_path / "log")),
+        *("--", sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("mutated", "status", "verdict"),
+    [
+        # `fits(3)` fails: the behavioural test kills it, the import failure does not.
+        ("n < LIMIT", 1, "killed"),
+        # The same behaviour: the import failure alone is no kill, the remaining test passes.
+        ("LIMIT >= n", 0, "survived"),
+    ],
+)
+def test_a_collection_error_is_set_aside_and_the_remaining_tests_decide(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    mutated: str,
+    status: int,
+    verdict: str,
+) -> None:
+    tests = PLANTED_MAP["tests"]
+    argv = _planted(tmp_path, monkeypatch, PLANTED.replace("n <= LIMIT", mutated), tests)
+    assert select.main(argv) == status
+    out = capsys.readouterr().out
+    assert "uncollectable: test_built_at_import.py (a collection error" in out
+    assert mutation.uncollectable_files(out) == ("test_built_at_import.py",)
+    assert f"-> {verdict} (uncollectable: 1 files)" in (tmp_path / "log").read_text()
+    # Unmutated, both files collect and pass: the set-aside file was the mutant's doing.
+    (tmp_path / "toy.py").write_text(PLANTED)
+    assert select.main(argv) == 0
+    assert "uncollectable:" not in capsys.readouterr().out
+
+
+def test_a_collection_error_with_nothing_left_to_run_is_an_error_not_a_kill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tests = {"test_built_at_import.py::test_text": {"seconds": 0.1, "lines": [5]}}
+    argv = _planted(tmp_path, monkeypatch, PLANTED.replace("n <= LIMIT", "n < LIMIT"), tests)
+    assert select.main(argv) == select.INTERRUPTED
+    out = capsys.readouterr().out
+    assert mutation.killed_verdict(out) == "errored"
+    assert "-> error (uncollectable: 1 files)" in (tmp_path / "log").read_text()
+    outcome = mutation.Outcome(5, "op", 0, "c", "errored", "", ("test_built_at_import.py",))
+    result = mutation.summarize("x.py", mutation.Target("x.py", ()), [outcome], 1, set())
+    assert result["killed"] == 0 and result["errored"] == 1 and result["uncollectable"] == 1
+    assert result["outcomes"][0]["uncollectable"] == ["test_built_at_import.py"]
