@@ -26,7 +26,10 @@ Each seeded scenario (`scenarios.py`) is given to both sides, event by event:
 After every event the two must agree on: the requests a step scheduled from
 the waiting queues (in order), the victims it preempted, `running` (in order),
 every waiting queue (in order), `deferred_waiting`, the finished requests,
-the paused streaming sessions and every request's status. The first
+the paused streaming sessions, every request's status and the count of
+unfinished requests (`get_num_unfinished_requests()` beside `num_unfinished`,
+WL-REL-2, under each pause state a `Pause` event sets on both sides,
+WL-REL-1). The first
 difference ends its scenario and is reported with the seed and the event; an
 exception raised by vLLM's own code is reported as a crash, never counted as
 agreement.
@@ -51,6 +54,7 @@ from scenarios import (
     Abort,
     Arrive,
     GrammarReady,
+    Pause,
     RequestSpec,
     Scenario,
     Step,
@@ -60,6 +64,7 @@ from scenarios import (
 
 import queueref
 from queueref import Request, RequestStatus, StepDecision, WaitingQueues
+from queueref.waiting.places import PauseState
 
 # The layout of WaitingQueues that models each release: its own.
 LAYOUT_OF_RELEASE = {
@@ -72,7 +77,7 @@ MODELLED_RELEASES = frozenset(LAYOUT_OF_RELEASE)
 # The fields every layout shares: what a planted run against another release's
 # layout (planted.py, NEIGHBOUR_LAYOUT) is compared on, so that a difference it
 # reports is one of behaviour, not of a queue's name.
-SHARED_FIELDS = ("running", "statuses", "finished", "paused_sessions")
+SHARED_FIELDS = ("running", "statuses", "finished", "paused_sessions", "num_unfinished")
 # A planted divergence of the harness itself, for the tests with teeth: every
 # other request's arrival time moved by half a unit on queueref's side (ties
 # broken differently). A wrong victim is planted in WaitingQueues (planted.py).
@@ -322,6 +327,7 @@ class QueuerefSide:
         state["statuses"] = {rid: r.status.name for rid, r in self.requests.items()}
         state["finished"] = sorted(wq.finished)
         state["paused_sessions"] = wq.num_paused_sessions
+        state["num_unfinished"] = wq.num_unfinished  # WL-REL-2
         return state
 
 
@@ -405,8 +411,14 @@ def run_scenario(
                 ours.exercised.add("priority-ties" if shape.policy == "priority" else "ties")
         elif isinstance(event, Abort):
             ours.exercised.add("abort")
+        elif isinstance(event, Pause):
+            ours.exercised.add("pause")
         elif isinstance(event, Step) and expected["step"]["victims"]:
             ours.exercised.add("preempt")
+        if isinstance(event, Step) and ours.wq.pause_state is PauseState.PAUSED_NEW:
+            ours.exercised.add("paused-new-step")
+            if expected["step"]["from_waiting"]:
+                ours.exercised.add("paused-new-kv-drained")  # 0.32.0 and later
     return outcome
 
 
@@ -452,6 +464,8 @@ def _vllm_event(
             )
     elif isinstance(event, Abort):
         scheduler.finish_requests(list(event.request_ids), vllm_side.RequestStatus.FINISHED_ABORTED)
+    elif isinstance(event, Pause):
+        scheduler.set_pause_state(vllm_side.PauseState[event.state.upper()])
     else:
         running_before = {r.request_id for r in scheduler.running}
         scenario_connector.ASKED.clear()
@@ -502,13 +516,18 @@ def _queueref_event(
     if isinstance(event, Abort):
         ours.wq.abort([r for r in event.request_ids])
         return {}
+    if isinstance(event, Pause):
+        ours.wq.set_pause_state(event.state)  # WL-REL-1
+        return {}
     victims = ours.preempt(len(expected["step"]["victims"]))
     ours.preempted_once.update(victims)
     ran: list[str] = []
     if not victims:  # vLLM runs no waiting loop in a step that preempted
+        # Under PAUSED_ALL vLLM's step starts with a token budget of 0.
+        paused_all = ours.wq.pause_state is PauseState.PAUSED_ALL
         ran = ours.schedule_waiting(
             expected["from_waiting"],
-            shape.max_num_batched_tokens - expected["running_tokens"],
+            0 if paused_all else shape.max_num_batched_tokens - expected["running_tokens"],
             shape.running_cap,
             "max-num-seqs" if shape.running_cap == shape.max_num_seqs else "max-num-active-seqs",
             {**expected, "max_loras": shape.max_loras},

@@ -8,6 +8,7 @@ their report entries to one JSON file.
 
 * A broken `WaitingQueues` of `tests/helpers/waiting_variants.py` (one named change of
   the real method each), and one made here.
+* A step that ignores the pause (WL-REL-1, `PAUSE_VARIANTS`), made here.
 * A wrong victim (WL-PRE-3): `WaitingQueues._victim` changed, made here.
 * A tampered harness (`differential.TAMPERS`): arrival times moved on
   queueref's side.
@@ -80,6 +81,19 @@ VICTIM_VARIANTS: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = (
     ("VictimFirstRunning", ("vllm-0.30", "vllm-0.33"), frozenset({"victims"})),
     ("VictimIgnoresArrival", ("vllm-0.30", "vllm-0.33"), frozenset({"victims"})),
 )
+# Planted pause bugs (WL-REL-1), made here as tests/waiting/test_waiting_releases.py
+# makes them: the exact layouts they break (not queue families: the pause rule is a
+# release's), the fields they show in.
+PAUSE_FIELDS = frozenset(
+    {"from_waiting", "statuses", "num_unfinished", "waiting", "skipped_waiting"}
+    | {"kv_holding_waiting", "deferred_waiting"}
+)
+PAUSE_VARIANTS: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = (
+    # The waiting loop runs under PAUSED_NEW, where these releases run none.
+    ("PauseIgnored", ("vllm-0.30", "vllm-0.31"), PAUSE_FIELDS),
+    # Under PAUSED_NEW the loop falls back to `waiting` once kv_holding_waiting is empty.
+    ("PausedNewTakesWaiting", ("vllm-0.32", "vllm-0.33"), PAUSE_FIELDS),
+)
 # Planted divergences of the harness: the field each must be caught in.
 TAMPER_FIELDS = {"arrival-tie-broken": "waiting"}
 # Each release's scenarios run against the layout of the release next to it.
@@ -89,10 +103,11 @@ NEIGHBOUR_LAYOUT = {
     "0.32.0": "vllm-0.31",
     "0.33.0": "vllm-0.32",
 }
-# Where the scenarios reach the difference (0.30.0 / 0.31.0: the queue layout). 0.32.0
-# differs from 0.31.0 only under PAUSED_NEW, and 0.33.0 from 0.32.0 only for a head
-# left with no tokens (encoder inputs, prefill lookahead): the scenarios drive neither.
-NEIGHBOUR_REACHABLE = frozenset({"0.30.0", "0.31.0"})
+# Where the scenarios reach the difference (0.30.0 / 0.31.0: the queue layout; 0.32.0:
+# under PAUSED_NEW its loop drains kv_holding_waiting and its count of unfinished
+# requests adds it, the `Pause` events reach both). 0.33.0 differs from 0.32.0 only
+# for a head left with no tokens (encoder inputs, prefill lookahead): not driven.
+NEIGHBOUR_REACHABLE = frozenset({"0.30.0", "0.31.0", "0.32.0"})
 # The class each answer tamper breaks, and the fields it must be caught in.
 QUEUES = frozenset({"waiting", "skipped_waiting", "kv_holding_waiting", "deferred_waiting"})
 CLASS_TAMPER_FIELDS: dict[str, tuple[str, frozenset[str]]] = {
@@ -139,11 +154,30 @@ def planted(seeds: range, layout: str) -> dict[str, Any]:
             ),
         ),
     }
+    pause_changes = {
+        "PauseIgnored": waiting_variants.Change(
+            "_loop_runs",
+            "runs the waiting loop whatever the pause state",
+            "if self.pause_state is PauseState.UNPAUSED:",
+            "if True:",
+        ),
+        "PausedNewTakesWaiting": waiting_variants.Change(
+            "_select",
+            "under PAUSED_NEW falls back to waiting once kv_holding_waiting is empty",
+            "return self.kv_holding_waiting or None",
+            "return self.kv_holding_waiting or self.waiting or None",
+        ),
+    }
+    for name, change in pause_changes.items():
+        extra[name] = waiting_variants.broken_variant(name, change)
     results = {"baseline": sweep(seeds, layout)}
     for name, layouts, _ in VARIANTS + VICTIM_VARIANTS:
         if queue_family(layout) in layouts:
             factory = extra.get(name) or getattr(waiting_variants, name)
             results[name] = sweep(seeds, layout, factory)
+    for name, layouts, _ in PAUSE_VARIANTS:
+        if layout in layouts:
+            results[name] = sweep(seeds, layout, extra[name])
     for tamper in TAMPERS + CLASS_TAMPERS:
         results[tamper] = sweep(seeds, layout, tamper=tamper)
     results["neighbour-layout"] = sweep(seeds, NEIGHBOUR_LAYOUT[vllm_side.RELEASE])

@@ -30,6 +30,12 @@ output reports the load finished (a draw per step, `recv_draws`). These are
 drawn from a second generator seeded from the seed, so the draws above are
 those of the scenarios without them.
 
+About two in five scenarios pause: `Pause(state)` sets the scheduler's pause
+state ("paused_new", "paused_all" or back to "unpaused", queueref's
+`PauseState` values) between the other events, and every pause is lifted
+before the steps that end the scenario. These come from a third generator, so
+the other draws stay those of the scenarios without pauses.
+
 Small KV pools (6-24 blocks of 4 tokens against prompts of up to 20 tokens
 and up to 16 outputs) make running requests preempt each other.
 """
@@ -88,7 +94,12 @@ class StreamUpdate:
     num_prompt_tokens: int | None  # None: the stream ends
 
 
-Event = Arrive | GrammarReady | Step | Abort | StreamUpdate
+@dataclass(frozen=True)
+class Pause:
+    state: str  # a queueref PauseState value: "unpaused", "paused_new", "paused_all"
+
+
+Event = Arrive | GrammarReady | Step | Abort | StreamUpdate | Pause
 
 
 @dataclass(frozen=True)
@@ -102,6 +113,9 @@ def scenario(seed: int, policy: str | None = None) -> Scenario:
     """The scenario of `seed` (the policy drawn unless given)."""
     rng = random.Random(seed)
     features = random.Random(f"{seed}/lora-and-connector")
+    pauses = random.Random(f"{seed}/pause")
+    pausing = pauses.random() < 0.4
+    paused = False
     max_loras = features.choice((None, None, 1, 2))
     kv_connector = features.random() < 0.35
     max_num_seqs = rng.randint(1, 6)
@@ -121,6 +135,12 @@ def scenario(seed: int, policy: str | None = None) -> Scenario:
     structured: list[str] = []
     resumable: list[str] = []
     for _ in range(rng.randint(12, 40)):
+        if pausing and pauses.random() < (0.3 if paused else 0.12):
+            state = (
+                "unpaused" if paused else pauses.choice(("paused_new", "paused_new", "paused_all"))
+            )
+            paused = not paused
+            events.append(Pause(state))
         roll = rng.random()
         if roll < 0.3 or not ids:
             arrivals = []
@@ -162,6 +182,8 @@ def scenario(seed: int, policy: str | None = None) -> Scenario:
             events.append(Abort(tuple(chosen)))
         else:
             events.append(_step(rng, features if kv_connector else None, ids))
+    if paused:
+        events.append(Pause("unpaused"))
     for _ in range(5):  # let the queues drain a little at the end
         events.append(_step(rng, features if kv_connector else None, ids))
     return Scenario(seed, shape, tuple(events))

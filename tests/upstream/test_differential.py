@@ -24,6 +24,7 @@ from differential import LAYOUT_OF_RELEASE, MODELLED_RELEASES, queue_family, swe
 from planted import (
     CLASS_TAMPER_FIELDS,
     NEIGHBOUR_REACHABLE,
+    PAUSE_VARIANTS,
     TAMPER_FIELDS,
     VARIANTS,
     VICTIM_VARIANTS,
@@ -56,7 +57,12 @@ REQUIRED_CLASSES = (
     "connector-skip",
     "kv-load-async",
     "kv-load-promoted",
+    # Pause events (WL-REL-1) and steps under PAUSED_NEW.
+    "pause",
+    "paused-new-step",
 ) + (("kv-holding-waiting", "max-num-active-seqs") if LAYOUT != "vllm-0.30" else ())
+# From 0.32.0 a step under PAUSED_NEW drains kv_holding_waiting.
+REQUIRED_CLASSES += ("paused-new-kv-drained",) if LAYOUT in ("vllm-0.32", "vllm-0.33") else ()
 PLANTED_SEEDS = (20_000, 20_080)
 
 
@@ -92,8 +98,9 @@ def test_the_release_checked_is_the_one_named() -> None:
 
 def test_sweep() -> None:
     """WL-STEP-1, WL-STEP-10, WL-STR-1, WL-STR-2, WL-STR-4, WL-STR-5, WL-LAY-1, WL-L33-1,
-    WL-L33-2, WL-L33-3, WL-L33-4 on the real Scheduler: the release's scenarios (cheap
-    contracts on), every required class exercised; writes its entry of the report."""
+    WL-L33-2, WL-L33-3, WL-L33-4, WL-REL-1, WL-REL-2 on the real Scheduler: the release's
+    scenarios (cheap contracts on), every required class exercised; writes its entry of
+    the report."""
     deep = queueref.config.deep_checks()
     queueref.config.set_deep_checks(False)
     try:
@@ -131,13 +138,14 @@ APPLICABLE = [
     (name, fields)
     for name, layouts, fields in VARIANTS + VICTIM_VARIANTS
     if queue_family(LAYOUT) in layouts
-]
+] + [(name, fields) for name, layouts, fields in PAUSE_VARIANTS if LAYOUT in layouts]
 
 
 @pytest.mark.parametrize(("variant", "fields"), APPLICABLE, ids=[v[0] for v in APPLICABLE])
 def test_a_broken_waiting_queues_is_caught(
     planted: dict[str, Any], variant: str, fields: frozenset[str]
 ) -> None:
+    """Each planted bug (the pause ones too, WL-REL-1) shows in a field it touches."""
     entry = planted[variant]
     assert entry["crashes"] == 0, entry["first_crashes"]
     found = set(entry["difference_classes"])
@@ -172,6 +180,7 @@ def test_the_neighbouring_release_layout(planted: dict[str, Any]) -> None:
         "statuses",
         "finished",
         "paused_sessions",
+        "num_unfinished",
         "queueref-error",  # queueref refused what vLLM did: a request it had not run
     }, entry["difference_classes"]
 

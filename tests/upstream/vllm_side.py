@@ -38,6 +38,7 @@ from vllm.config import (
 )
 from vllm.lora.request import LoRARequest
 from vllm.sampling_params import SamplingParams, StructuredOutputsParams
+from vllm.v1.core.sched.interface import PauseState
 from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
 from vllm.v1.outputs import KVConnectorOutput, ModelRunnerOutput
@@ -259,7 +260,8 @@ def ids(requests: Any) -> list[str]:
 
 
 def snapshot(scheduler: Scheduler, requests: dict[str, Request]) -> dict[str, Any]:
-    """Every place vLLM keeps a request, in order, and every request's status."""
+    """Every place vLLM keeps a request, in order, every request's status and
+    `get_num_unfinished_requests()` (0.30.0-0.33.0 each have it)."""
     state: dict[str, Any] = {"running": ids(scheduler.running), "waiting": ids(scheduler.waiting)}
     if KV_HOLDING_LAYOUT:
         state["kv_holding_waiting"] = ids(scheduler.kv_holding_waiting)
@@ -269,12 +271,14 @@ def snapshot(scheduler: Scheduler, requests: dict[str, Request]) -> dict[str, An
     state["statuses"] = {rid: r.status.name for rid, r in requests.items()}
     state["finished"] = sorted(rid for rid, r in requests.items() if r.is_finished())
     state["paused_sessions"] = scheduler.num_waiting_for_streaming_input
+    state["num_unfinished"] = scheduler.get_num_unfinished_requests()
     return state
 
 
 __all__ = [
     "EOS_TOKEN_ID",
     "KV_HOLDING_LAYOUT",
+    "PauseState",
     "RELEASE",
     "Request",
     "RequestStatus",
