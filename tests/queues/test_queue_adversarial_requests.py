@@ -169,3 +169,40 @@ def test_rq_req_2_remove_requests_of_a_request_whose_hash_changes_removes_the_ob
     assert ids(queue) == left
     assert len(queue) == len(left)
     assert all(requests[rid] in queue for rid in left)
+
+
+class HashRaiser(Liar):
+    """Equal only to itself; asking its hash raises (not a TypeError)."""
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        return self is not other
+
+    def __hash__(self) -> int:
+        raise AssertionError("a queue hashed a request")
+
+
+class LyingShifty(Liar):
+    """Equal to everything, and a new hash at every call: a miss and a wrong match can
+    cancel out in a count."""
+
+    def __hash__(self) -> int:
+        return next(Shifty._hashes)
+
+
+@pytest.mark.parametrize("kind", [HashRaiser, LyingShifty])
+@pytest.mark.parametrize("queue_type", [FCFSRequestQueue, PriorityRequestQueue])
+def test_rq_req_2_a_request_whose_hash_raises_or_shifts_is_queued_as_request(
+    queue_type: type, kind: type
+) -> None:
+    for seed in range(60):
+        rng = random.Random(f"{queue_type.__name__}-{kind.__name__}-{seed}")
+        honest, odd = queue_type(), queue_type()
+        honest_requests: dict[str, Any] = {}
+        odd_requests: dict[str, Any] = {}
+        for op in operations(rng, 40):
+            said = run(honest, Request, honest_requests, op)
+            assert run(odd, kind, odd_requests, op) == said, (seed, op)
+            assert ids(odd) == ids(honest), (seed, op)

@@ -26,18 +26,21 @@ from queueref.queues.base import RequestQueue, _IndexedQueue
 from queueref.request import RequestLike
 
 
+def _by_identity(kind: type) -> bool:
+    """Whether objects of `kind` compare and hash by identity (vLLM's `Request`, ours)."""
+    equality: object = kind.__eq__  # read from the class: the methods are unbound
+    hashing: object = kind.__hash__
+    return equality is object.__eq__ and hashing is object.__hash__
+
+
 def _without(items: deque[RequestLike], present: list[RequestLike]) -> deque[RequestLike]:
     """A new deque of `items` without the objects of `present` (all queued, distinct)."""
-    # RQ-REQ-2: by identity. The set lookup tries identity first, so every object of
-    # `present` goes; it also takes a request `==` to one of them, which only a request
-    # type whose `==` holds between different ids makes happen: then the count is off,
-    # and the pass by identity runs instead. An unhashable type takes that pass too.
-    try:
-        kept = deque(itertools.filterfalse(set(present).__contains__, items))
-        if len(kept) == len(items) - len(present):
-            return kept
-    except TypeError:
-        pass
+    # RQ-REQ-2: by identity. When every request here compares and hashes by identity, a
+    # set of them finds exactly these objects, in one C-level pass; any other request
+    # type takes the pass over ids, which never asks its `==` or its hash (either may
+    # lie or raise).
+    if all(map(_by_identity, set(map(type, items)))):
+        return deque(itertools.filterfalse(set(present).__contains__, items))
     gone = {id(request) for request in present}
     return deque(request for request in items if id(request) not in gone)
 
