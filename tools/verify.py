@@ -113,6 +113,29 @@ def finish(run: Running, returncode: int) -> dict[str, Any]:
     return {"name": run.step.name, "status": status, "seconds": round(seconds, 1)}
 
 
+def startable(pending: list[Step], running: list[Step], cores: int) -> list[Step]:
+    """The steps of `pending` to start now, beside `running`, in order: a CPU-bound step
+    when its cores fit in what the running ones leave of `cores` (or when no CPU-bound
+    step runs: a step wider than the machine runs alone); a waiting step when no other
+    waiting step runs."""
+    busy = sum(min(step.cores, cores) for step in running if not step.waits)
+    computing = any(not step.waits for step in running)
+    waiting = any(step.waits for step in running)
+    chosen = []
+    for step in pending:
+        if step.waits:
+            fits = not waiting
+            waiting = waiting or fits
+        else:
+            fits = not computing or busy + min(step.cores, cores) <= cores
+            if fits:
+                busy += min(step.cores, cores)
+                computing = True
+        if fits:
+            chosen.append(step)
+    return chosen
+
+
 def run_steps(steps: list[Step], cores: int) -> dict[str, dict[str, Any]]:
     """Run `steps` in order, several at once while their cores fit in `cores`."""
     LOGS.mkdir(parents=True, exist_ok=True)
@@ -121,20 +144,9 @@ def run_steps(steps: list[Step], cores: int) -> dict[str, dict[str, Any]]:
     done: dict[str, dict[str, Any]] = {}
     last_progress = time.monotonic()
     while pending or running:
-        busy = sum(min(r.step.cores, cores) for r in running)
-        waiting = any(r.step.waits for r in running)
-        for step in list(pending):  # the first that fit, in order
-            if step.waits:
-                fits = not waiting
-            else:
-                fits = not any(not r.step.waits for r in running) or (
-                    busy + min(step.cores, cores) <= cores
-                )
-            if fits:
-                pending.remove(step)
-                running.append(start(step))
-                busy += min(step.cores, cores)
-                waiting = waiting or step.waits
+        for step in startable(pending, [r.step for r in running], cores):
+            pending.remove(step)
+            running.append(start(step))
         time.sleep(0.2)
         for run in list(running):
             returncode = run.process.poll()
