@@ -228,7 +228,7 @@ def test_adm_stats_3_a_read_loop_that_drops_the_values_is_caught(
     counters = [0] * 24
     counters[16] = 5
     stats = SharedAdmissionStats(counters, 3, 0)
-    monkeypatch.setattr(protocol_module, "accumulate", lambda view, slot_value: view)
+    monkeypatch.setattr(protocol_module, "_read_all", lambda view, slot_values: view)
     with pytest.raises(icontract.ViolationError, match="ADM-STATS-3"):
         stats.get_num_requests()
 

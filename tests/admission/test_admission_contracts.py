@@ -50,7 +50,7 @@ def _install(monkeypatch: pytest.MonkeyPatch, name: str, old: str, new: str, bug
 
 # --- check_admission's postconditions, both sides ---
 
-_AFTER_DECIDE = "view = check.decide()"
+_ADMITTED = "return view"  # the last line of check_admission: a bug planted before it
 
 
 def test_a_check_that_drops_a_request_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -58,9 +58,9 @@ def test_a_check_that_drops_a_request_is_caught(monkeypatch: pytest.MonkeyPatch)
     by "a check registers nothing" as surely as one that adds one."""
     _install(
         monkeypatch,
-        "_check_step_by_step",
-        _AFTER_DECIDE,
-        _AFTER_DECIDE + "\n    self._tracker.abort('a')",
+        "check_admission",
+        _ADMITTED,
+        "self._tracker.abort('a')\n    " + _ADMITTED,
         "drops a request while checking",
     )
     server = _controller(max_num_queued_reqs=4)
@@ -75,9 +75,9 @@ def test_a_check_that_keeps_a_slot_it_should_not_is_caught(
     """ADM-CTL-9: a check-then-write check that leaves a reservation behind is caught."""
     _install(
         monkeypatch,
-        "_check_step_by_step",
-        _AFTER_DECIDE,
-        _AFTER_DECIDE + "\n    self._tracker.reserve(1)",
+        "check_admission",
+        _ADMITTED,
+        "self._tracker.reserve(1)\n    " + _ADMITTED,
         "leaves a slot reserved",
     )
     server = _controller(max_num_queued_reqs=4)
@@ -94,9 +94,9 @@ def test_an_admission_that_gives_its_reservation_back_is_caught(
     that follows has none to take over) is caught."""
     _install(
         monkeypatch,
-        "_check_step_by_step",
-        _AFTER_DECIDE,
-        _AFTER_DECIDE + "\n    self._tracker.release_reservation(n)",
+        "check_admission",
+        _ADMITTED,
+        "self._tracker.release_reservation(n)\n    " + _ADMITTED,
         "gives the admitted reservation back",
     )
     server = _controller(max_num_queued_reqs=4, mode="write-then-check")
@@ -113,9 +113,9 @@ def test_an_admission_that_gives_its_tokens_back_is_caught(
     caught by "a write-then-check admission keeps its token reservation"."""
     _install(
         monkeypatch,
-        "_check_step_by_step",
-        _AFTER_DECIDE,
-        _AFTER_DECIDE + "\n    self._tracker.release_token_reservation(n * num_prompt_tokens)",
+        "check_admission",
+        _ADMITTED,
+        "self._tracker.release_token_reservation(n * num_prompt_tokens)\n    " + _ADMITTED,
         "gives the admitted tokens back",
     )
     server = _controller(max_num_queued_reqs=4, max_num_queued_tokens=100, mode="write-then-check")
@@ -136,9 +136,9 @@ def test_a_view_returned_without_its_limit_is_caught(
     None under a limit, or a count without one, is caught."""
     _install(
         monkeypatch,
-        "_check_step_by_step",
-        _AFTER_DECIDE,
-        _AFTER_DECIDE + f"\n    view = {wrong_view}",
+        "check_admission",
+        _ADMITTED,
+        f"view = {wrong_view}\n    " + _ADMITTED,
         "returns the wrong kind of view",
     )
     server = _controller(max_num_queued_reqs=limit, max_num_queued_tokens=10)
@@ -174,8 +174,8 @@ def test_a_start_check_that_reserves_too_little_is_caught(
     _install(
         monkeypatch,
         "start_check",
-        "self._tracker.reserve(n)",
-        "self._tracker.reserve(n - 1)",
+        "reserve(self._tracker, n, tokens,",
+        "reserve(self._tracker, n - 1, tokens,",
         "reserves one slot too few",
     )
     server = _controller(max_num_queued_reqs=4, mode="write-then-check")
@@ -193,8 +193,8 @@ def test_a_start_check_that_reserves_too_few_tokens_is_caught(
     _install(
         monkeypatch,
         "start_check",
-        "self._tracker.reserve_tokens(tokens)",
-        "self._tracker.reserve_tokens(tokens - 1)",
+        "reserve(self._tracker, n, tokens,",
+        "reserve(self._tracker, n, tokens - 1,",
         "reserves one token too few",
     )
     server = _controller(max_num_queued_reqs=4, max_num_queued_tokens=100, mode="write-then-check")
@@ -223,8 +223,8 @@ def test_a_start_check_that_hands_out_a_closed_check_is_caught(
         Change(
             "start_check",
             "returns an abandoned check",
-            "tokens_reserved\n    )",
-            "tokens_reserved\n    )\n    abandoned.abandon()\n    return abandoned",
+            "self._reserves_tokens,\n    )",
+            "self._reserves_tokens,\n    )\n    abandoned.abandon()\n    return abandoned",
         ),
     )
     monkeypatch.setattr(AdmissionController, "start_check", broken)
@@ -267,8 +267,8 @@ def test_a_cancel_that_gives_back_the_wrong_reservation_is_caught(
     _install(
         monkeypatch,
         "cancel_admission",
-        "self._tracker.release_reservation(n)",
-        f"self._tracker.release_reservation({given_back})",
+        "give_back(self._tracker, n, tokens,",
+        f"give_back(self._tracker, {given_back}, tokens,",
         bug,
     )
     server = _controller(max_num_queued_reqs=4, mode="write-then-check")
@@ -292,8 +292,8 @@ def test_a_cancel_that_gives_back_the_wrong_tokens_is_caught(
     _install(
         monkeypatch,
         "cancel_admission",
-        "self._tracker.release_token_reservation(tokens)",
-        f"self._tracker.release_token_reservation({given_back})",
+        "give_back(self._tracker, n, tokens,",
+        f"give_back(self._tracker, n, {given_back},",
         bug,
     )
     server = _controller(max_num_queued_reqs=4, max_num_queued_tokens=100, mode="write-then-check")

@@ -77,15 +77,15 @@ def test_a_check_that_registers_a_request_is_caught(monkeypatch: pytest.MonkeyPa
     grows during the check) is caught by "a check registers nothing"."""
     broken = method_variant(
         AdmissionController,
-        "_check_step_by_step",
+        "check_admission",
         Change(
-            "_check_step_by_step",
+            "check_admission",
             "registers a request while checking",
-            "view = check.decide()",
-            "view = check.decide()\n    self._tracker.add('ghost')",
+            "return view",
+            "self._tracker.add('ghost')\n    return view",
         ),
     )
-    monkeypatch.setattr(AdmissionController, "_check_step_by_step", broken)
+    monkeypatch.setattr(AdmissionController, "check_admission", broken)
     server = _controller(max_num_queued_reqs=4)
     with pytest.raises(icontract.ViolationError, match="ADM-CTL-6: a check registers nothing"):
         server.check_admission()
@@ -245,8 +245,8 @@ def test_a_start_check_that_reserves_too_much_is_caught(monkeypatch: pytest.Monk
         Change(
             "start_check",
             "reserves one slot too many",
-            "self._tracker.reserve(n)",
-            "self._tracker.reserve(n + 1)",
+            "reserve(self._tracker, n, tokens,",
+            "reserve(self._tracker, n + 1, tokens,",
         ),
     )
     monkeypatch.setattr(AdmissionController, "start_check", broken)
@@ -268,8 +268,8 @@ def test_a_start_check_that_reserves_too_many_tokens_is_caught(
         Change(
             "start_check",
             "reserves one token too many",
-            "self._tracker.reserve_tokens(tokens)",
-            "self._tracker.reserve_tokens(tokens + 1)",
+            "reserve(self._tracker, n, tokens,",
+            "reserve(self._tracker, n, tokens + 1,",
         ),
     )
     monkeypatch.setattr(AdmissionController, "start_check", broken)
@@ -286,15 +286,15 @@ def test_a_check_that_keeps_a_token_too_many_is_caught(monkeypatch: pytest.Monke
     token reservations after the check must equal, not merely be at least, what it keeps."""
     broken = method_variant(
         AdmissionController,
-        "_check_step_by_step",
+        "check_admission",
         Change(
-            "_check_step_by_step",
+            "check_admission",
             "leaves a token reserved",
-            "view = check.decide()",
-            "view = check.decide()\n    self._tracker.reserve_tokens(1)",
+            "return view",
+            "self._tracker.reserve_tokens(1)\n    return view",
         ),
     )
-    monkeypatch.setattr(AdmissionController, "_check_step_by_step", broken)
+    monkeypatch.setattr(AdmissionController, "check_admission", broken)
     server = _controller(max_num_queued_reqs=4)
     with pytest.raises(
         icontract.ViolationError,
@@ -311,7 +311,7 @@ def test_a_weight_below_one_is_refused_on_the_one_pass_path_too(mode: str, bad: 
     list, before any write or reservation."""
     counters = RawArray("q", 16)
     server = _controller(counters, max_num_queued_reqs=5, max_num_queued_tokens=10, mode=mode)
-    with pytest.raises(ValueError, match="ADM-CTL-2: n must be an int >= 1"):
+    with pytest.raises(ValueError, match="ADM-CTL-2: n is an int >= 1"):
         server.check_admission(bad, 1)
     assert list(counters) == [0] * 16
     assert server.tracker.num_reserved == 0 and server.tracker.num_reserved_tokens == 0
@@ -320,7 +320,7 @@ def test_a_weight_below_one_is_refused_on_the_one_pass_path_too(mode: str, bad: 
 #: The controller's own refusals (its guard of n, the guard or precondition of the prompt);
 #: the tracker's preconditions, which a bad value let into the fast path meets, word theirs
 #: otherwise.
-_BAD_N = "ADM-CTL-2: n must be an int >= 1"
+_BAD_N = "ADM-CTL-2: n is an int >= 1"
 _BAD_PROMPT = "ADM-TOK-3: num_prompt_tokens (must be|is) an int >= 0"
 
 

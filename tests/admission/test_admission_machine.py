@@ -438,33 +438,21 @@ class StalePrefillAdmission(CrossProcessAdmission):
     tracker_factory = StalePrefillTracker
 
 
-OwnSlotTokenCheck = broken_class(
-    AdmissionCheck,
-    "OwnSlotTokenCheck",
-    Change(
-        "_read_tokens",
-        "the shared token pass reads counter 1 of the own slot only",
-        "self._stats.read_tokens_slot(self._token_state.next_slot)",
-        "self._stats.read_tokens_slot(self._stats.client_index)",
-    ),
-)
-
 OwnTokensController = broken_class(
     AdmissionController,
     "OwnTokensController",
     Change(
-        "start_check",
+        "__init__",
         "the shared token pass reads one slot",
-        "num_token_slots = self._shared_stats.client_count",
-        "num_token_slots = 1",
+        'self._num_reads(max_num_queued_tokens, scope == "local")',
+        "self._num_reads(max_num_queued_tokens, True)",
     ),
     Change(
-        "start_check",
-        "the own one (OwnSlotTokenCheck)",
-        "return AdmissionCheck(",
-        "return OwnSlotTokenCheck(",
+        "read_token_slot",
+        "the own one",
+        "return self._shared_stats.read_tokens_slot(index)",
+        "return self._shared_stats.read_tokens_slot(self._shared_stats.client_index)",
     ),
-    uses={"OwnSlotTokenCheck": OwnSlotTokenCheck},
 )
 
 

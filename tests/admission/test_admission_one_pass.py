@@ -50,8 +50,10 @@ def one_pass_agrees(requests: list[int], tokens: list[int]) -> bool:
     slots = range(len(requests))
     return (
         stats.reads_in_one_pass
-        and stats._read_all_slots(REQUESTS) == [stats.read_slot(i) for i in slots] == requests
-        and stats._read_all_slots(TOKENS) == [stats.read_tokens_slot(i) for i in slots] == tokens
+        and [stats.read_slot(i) for i in slots] == requests
+        and [stats.read_tokens_slot(i) for i in slots] == tokens
+        and stats.pass_reader(REQUESTS)() == sum(requests)
+        and stats.pass_reader(TOKENS)() == sum(tokens)
         and stats.get_num_requests() == sum(requests)
         and stats.get_num_queued_tokens() == sum(tokens)
     )

@@ -67,10 +67,16 @@ SumsTheOtherCounter = broken_class(
     SharedAdmissionStats,
     "SumsTheOtherCounter",
     Change(
-        "_sum_counter",
-        "each sum reads the other counter of every slot",
-        "requests = counter == self.REQUEST_COUNT",
-        "counter = self.QUEUED_TOKENS - counter\n    requests = counter == self.REQUEST_COUNT",
+        "get_num_requests",
+        "the request sum reads counter 1 of every slot",
+        "self._pass_readers[self.REQUEST_COUNT]",
+        "self._pass_readers[self.QUEUED_TOKENS]",
+    ),
+    Change(
+        "get_num_queued_tokens",
+        "the token sum reads counter 0 of every slot",
+        "self._pass_readers[self.QUEUED_TOKENS]",
+        "self._pass_readers[self.REQUEST_COUNT]",
     ),
 )
 
@@ -94,7 +100,7 @@ def test_token_sum_contract_catches_a_loop_that_drops_the_values(
     import queueref.admission.protocol as protocol_module
 
     stats = SharedAdmissionStats(buffer(), 3, 0)
-    monkeypatch.setattr(protocol_module, "accumulate", lambda view, slot_value: view)
+    monkeypatch.setattr(protocol_module, "_read_all", lambda view, slot_values: view)
     with pytest.raises(icontract.ViolationError, match="ADM-TOK-2"):
         stats.get_num_queued_tokens()
 

@@ -175,7 +175,8 @@ def public_functions(module_names: tuple[str, ...]) -> list[str]:
                 continue
             if inspect.isfunction(obj):
                 names.append(name)
-            elif inspect.isclass(obj):
+            elif inspect.isclass(obj) and not getattr(obj, "_is_protocol", False):
+                # A typing.Protocol declares what another class implements: documented there.
                 for attr, value in vars(obj).items():
                     method = isinstance(value, staticmethod | classmethod)
                     if not attr.startswith("_") and (method or inspect.isfunction(value)):

@@ -218,6 +218,9 @@ def method_variant(owner: type, name: str, *changes: Change) -> Callable[..., An
 def _with_installed_contracts(function: Any, owner: type, name: str) -> Any:
     """`function` checked by the conditions `owner.<name>` is checked by, when those are
     declared apart from its source (`queueref.admission.contracts`), else as it is."""
+    rewrap = getattr(getattr(owner, name), "__contract_wrapper__", None)
+    if rewrap is not None:  # a wrapper of inline checks (`check_admission`'s), made again
+        return rewrap(function)
     installed = icontract._checkers.find_checker(getattr(owner, name))
     if installed is None:
         return function

@@ -237,7 +237,7 @@ def test_the_layers_hold() -> None:
     assert list(layering_violations(graph)) == []
     assert list(package_violations(graph)) == []
     # The controller builds on the lower layers of its subsystem.
-    assert {"admission.shared_stats", "errors", "validators", "admission.tracker"} <= graph[
+    assert {"admission.check", "admission.shared_stats", "admission.tracker"} <= graph[
         "admission.controller"
     ]
 

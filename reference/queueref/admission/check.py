@@ -1,14 +1,14 @@
-"""One admission check taken one slot read at a time: `AdmissionCheck`.
+"""One admission check: its decisions, and `AdmissionCheck`, the check one read at a time.
 
-`AdmissionController.start_check` makes one; `check_admission` is
-`start_check`, `read_next` until `done`, `decide`. Models and tests drive the
-steps themselves to interleave other servers between two reads (vLLM PR #54746's
-`check_admission` makes the same reads in one go). Read after
-`queueref.admission.protocol` (the step functions it applies) and before
-`queueref.admission.controller` (which builds it).
-
-A check sees its controller through `CheckSettings`: the limits, the rules and
-the counters, nothing else, so this module does not import the controller.
+A check makes up to two passes. The request pass reads counter 0 of every slot (or
+the local count) and `decide_requests` decides it; then, with a token limit, the
+token pass reads counter 1 of every slot (or the own tokens) and `decide_tokens`
+decides it. In write-then-check the reservations are written before the first read,
+(`reserve`) and every way out but an admission gives them back (`give_back`).
+`AdmissionController.check_admission` reads each pass at once; `AdmissionCheck`
+(from `start_check`) reads one slot per step, so that models and tests can
+interleave other servers between two reads. Both decide with the functions below.
+Read after `queueref.admission.protocol` and before `queueref.admission.controller`.
 """
 
 from __future__ import annotations
@@ -16,11 +16,57 @@ from __future__ import annotations
 import typing
 
 from queueref.admission import protocol
-from queueref.admission.shared_stats import SharedAdmissionStats
 from queueref.admission.tracker import RequestTracker
 from queueref.errors import MaxQueuedTokensError, QueueOverflowError
 
-__all__ = ["AdmissionCheck", "CheckSettings"]
+__all__ = [
+    "AdmissionCheck",
+    "CheckSettings",
+    "decide_requests",
+    "decide_tokens",
+    "give_back",
+    "reserve",
+]
+
+
+def reserve(
+    tracker: RequestTracker, n: int, tokens: int, reserved: bool, tokens_reserved: bool
+) -> None:
+    """Write a check's reservations before its first read (write-then-check)."""
+    if reserved:
+        tracker.reserve(n)  # ADM-CTL-9: in the own slot before the first read
+    if tokens_reserved:
+        tracker.reserve_tokens(tokens)  # ADM-TOK-5: likewise in counter 1
+
+
+def decide_requests(rule: protocol.Protocol, view: int, n: int, limit: int) -> None:
+    """The decision on a finished request pass: return to go on, or raise."""
+    # ADM-CTL-5: with M = 0 no view + n (n >= 1) and no reservation fits.
+    if not protocol.admits(rule, view, n, limit):
+        raise QueueOverflowError(view=view, n=n, limit=limit)
+
+
+def decide_tokens(
+    rule: protocol.TokenRule, queued: int, tokens: int, limit: int, reserved: bool
+) -> None:
+    """The decision on a finished token pass: a held token reservation is kept iff the
+    sum read is within the limit, else the token rule decides."""  # ADM-TOK-3, ADM-TOK-5
+    if reserved:
+        admitted = protocol.keeps_reservation(queued, limit)
+    else:
+        admitted = protocol.admits_tokens(rule, queued, tokens, limit)
+    if not admitted:
+        raise MaxQueuedTokensError(queued_tokens=queued, limit=limit)
+
+
+def give_back(
+    tracker: RequestTracker, n: int, tokens: int, reserved: bool, tokens_reserved: bool
+) -> None:
+    """Write a check's reservations back: the way out of every check but an admission."""
+    if reserved:
+        tracker.release_reservation(n)
+    if tokens_reserved:
+        tracker.release_token_reservation(tokens)
 
 
 class CheckSettings(typing.Protocol):
@@ -29,19 +75,13 @@ class CheckSettings(typing.Protocol):
     @property
     def tracker(self) -> RequestTracker: ...
     @property
-    def shared_stats(self) -> SharedAdmissionStats | None: ...
-    @property
     def max_num_queued_reqs(self) -> int | None: ...
     @property
     def max_num_queued_tokens(self) -> int | None: ...
     @property
     def token_rule(self) -> protocol.TokenRule: ...
-    @property
-    def token_scope(self) -> str: ...
-    @property
-    def reserves(self) -> bool: ...
-    @property
-    def reserves_tokens(self) -> bool: ...
+    def read_request_slot(self, index: int) -> int: ...
+    def read_token_slot(self, index: int) -> int: ...
     @property  # last: below here `protocol` names this property, not the module
     def protocol(self) -> protocol.Protocol: ...
 
@@ -49,19 +89,15 @@ class CheckSettings(typing.Protocol):
 class AdmissionCheck:
     """One admission check of one server, taken one slot read at a time.
 
-    `read_next()` reads exactly one counter (one `__getitem__`): first counter 0
-    of every slot in index order (the request pass), then -- with a token limit
-    -- counter 1 of every slot in index order (the token pass). The request
-    limit is decided when its pass ends, before the first token read (vLLM
-    0.30.0's order: a request rejected by the request limit reads no tokens);
-    `decide()` applies the token decision once every read is made. In
-    write-then-check the reservations (of `n` in counter 0 and of the request's
-    tokens in counter 1) are already in the own slot when the check is made,
-    and every way out but admission gives them back.
+    `read_next()` reads exactly one counter (one `__getitem__`): counter 0 of every
+    slot in index order, then -- with a token limit -- counter 1 of every slot. The
+    request pass is decided before the first token read (vLLM 0.30.0's order: a
+    request the request limit rejects reads no tokens); `decide()` decides the
+    token pass once every read is made.
     """
 
     __slots__ = (
-        "_controller", "_stats", "_n", "_tokens", "_state", "_token_state", "_num_slots",
+        "_controller", "_n", "_tokens", "_state", "_token_state", "_num_slots",
         "_num_token_slots", "_reserved", "_tokens_reserved", "_request_passed", "_open",
     )  # fmt: skip
 
@@ -76,7 +112,6 @@ class AdmissionCheck:
         tokens_reserved: bool = False,
     ) -> None:
         self._controller = controller
-        self._stats = controller.shared_stats
         self._n = n
         self._tokens = tokens
         self._state = protocol.Check(n)
@@ -105,7 +140,7 @@ class AdmissionCheck:
 
     @property
     def num_slots(self) -> int:
-        """How many slots this check reads (0 without a request limit, 1 for the local count)."""
+        """How many slots the request pass reads (0: no request limit, 1: the local count)."""
         return self._num_slots
 
     @property
@@ -153,67 +188,46 @@ class AdmissionCheck:
         """Whether counter 1 of the own slot holds this check's `tokens` right now."""
         return self._open and self._tokens_reserved
 
-    def _give_back(self) -> None:
-        """Close the check; write the reservations back if held."""
+    def _close(self) -> None:
+        """Close the check, giving the reservations back if it holds them."""
         if self._open:
             self._open = False
-            tracker = self._controller.tracker
-            if self._reserved:
-                self._reserved = False
-                tracker.release_reservation(self._n)
-            if self._tokens_reserved:
-                self._tokens_reserved = False
-                tracker.release_token_reservation(self._tokens)
+            give_back(
+                self._controller.tracker,
+                self._n,
+                self._tokens,
+                self._reserved,
+                self._tokens_reserved,
+            )
+            self._reserved = self._tokens_reserved = False
 
     def _pass_request_limit(self) -> int | None:
-        """The request decision on the finished request pass (None: no limit)."""
-        controller = self._controller
-        limit = controller.max_num_queued_reqs
+        """The request decision on the finished request pass, once (None: no limit)."""
+        limit = self._controller.max_num_queued_reqs
         if limit is None:
             return None
-        # ADM-CTL-5: with M = 0 no view + n (n >= 1) and no reservation fits.
-        view = self._state.view
-        if not self._request_passed and not protocol.admits(
-            controller.protocol, view, self._n, limit
-        ):
-            raise QueueOverflowError(view=view, n=self._n, limit=limit)
-        self._request_passed = True
-        return view
-
-    def _read_tokens(self) -> int:
-        """Counter 1 of the next slot (shared) or the own tokens (local)."""
-        if self._controller.token_scope == "shared":
-            assert self._stats is not None  # a shared scope is only built with stats
-            return self._stats.read_tokens_slot(self._token_state.next_slot)
-        tracker = self._controller.tracker
-        # ADM-RISK-2: the local scope reads the server's own tokens, never counter 1.
-        return tracker.get_num_queued_tokens() + tracker.num_reserved_tokens
+        if not self._request_passed:
+            decide_requests(self._controller.protocol, self._state.view, self._n, limit)
+            self._request_passed = True
+        return self._state.view
 
     def read_next(self) -> int:
         """Read the next counter: one `__getitem__` of counter 0, then of counter 1.
 
-        Without shared stats the single "slot" of the request pass is the local
-        count (unfinished requests plus outstanding reservations); in the local
-        token scope the single token "slot" is the own queued tokens. The first
-        token read is preceded by the request decision: a `QueueOverflowError`
-        there reads no token. A rejection, a corrupt value or a failing buffer
-        gives the reservations back and raises.
+        The first token read is preceded by the request decision: a
+        `QueueOverflowError` there reads no token. A rejection, a corrupt value or
+        a failing buffer gives the reservations back and raises.
         """
         self._check_step(deciding=False)
         try:
             if not self._state.done(self._num_slots):
-                stats = self._stats
-                if stats is None:
-                    tracker = self._controller.tracker
-                    value = tracker.get_num_unfinished_requests() + tracker.num_reserved
-                else:
-                    value = stats.read_slot(self._state.next_slot)
+                value = self._controller.read_request_slot(self._state.next_slot)
                 self._state = self._state.read(value)
                 return value
             self._pass_request_limit()
-            value = self._read_tokens()
+            value = self._controller.read_token_slot(self._token_state.next_slot)
         except BaseException:
-            self._give_back()
+            self._close()
             raise
         self._token_state = self._token_state.read(value)
         return value
@@ -221,10 +235,9 @@ class AdmissionCheck:
     def decide(self) -> int | None:
         """Admit (return the view read, None without a request limit) or raise.
 
-        The request limit first (`QueueOverflowError`), then the token limit
-        (`MaxQueuedTokensError`) on the token view. A rejection gives
-        the reservations back, so it leaves every count as it was; an admission
-        in write-then-check keeps them, for the tracker registration to take over.
+        A rejection gives the reservations back, so it leaves every count as it
+        was; an admission in write-then-check keeps them, for the tracker
+        registration to take over.
         """
         self._check_step(deciding=True)
         controller = self._controller
@@ -232,11 +245,15 @@ class AdmissionCheck:
             view = self._pass_request_limit()
             token_limit = controller.max_num_queued_tokens
             if token_limit is not None:
-                queued = self._token_state.view
-                if not _admits_tokens(controller, queued, self._tokens, self._tokens_reserved):
-                    raise MaxQueuedTokensError(queued_tokens=queued, limit=token_limit)
+                decide_tokens(
+                    controller.token_rule,
+                    self._token_state.view,
+                    self._tokens,
+                    token_limit,
+                    self._tokens_reserved,
+                )
         except BaseException:
-            self._give_back()
+            self._close()
             raise
         self._open = False
         return view
@@ -259,15 +276,4 @@ class AdmissionCheck:
 
     def abandon(self) -> None:
         """Close the check without deciding, giving the reservations back."""
-        self._give_back()
-
-
-def _admits_tokens(
-    controller: CheckSettings, queued: int, tokens: int, tokens_reserved: bool
-) -> bool:
-    """The token decision step on the tokens read."""  # ADM-TOK-3, ADM-TOK-5
-    limit = controller.max_num_queued_tokens
-    assert limit is not None  # only called with a token limit
-    if tokens_reserved:
-        return protocol.keeps_reservation(queued, limit)
-    return protocol.admits_tokens(controller.token_rule, queued, tokens, limit)
+        self._close()

@@ -28,14 +28,20 @@ Deliberate divergences from vLLM:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Final, Literal
 
 from queueref.admission import protocol
-from queueref.admission.check import AdmissionCheck
-from queueref.admission.shared_stats import SharedAdmissionStats, _checked_counts
-from queueref.admission.tracker import RequestTracker, own_token_view
-from queueref.errors import MaxQueuedTokensError, QueueOverflowError
-from queueref.validators import is_int_at_least
+from queueref.admission.check import (
+    AdmissionCheck,
+    decide_requests,
+    decide_tokens,
+    give_back,
+    reserve,
+)
+from queueref.admission.shared_stats import SharedAdmissionStats
+from queueref.admission.tracker import RequestTracker, own_slot_count, own_slot_tokens
 
 __all__ = [
     "MODES",
@@ -49,8 +55,6 @@ __all__ = [
 
 # Members bound once: `Enum.MEMBER` costs about 100 ns on Python 3.11 (hot path).
 _WRITE_THEN_CHECK: Final = protocol.Protocol.WRITE_THEN_CHECK
-_REQUESTS: Final = SharedAdmissionStats.REQUEST_COUNT
-_TOKENS: Final = SharedAdmissionStats.QUEUED_TOKENS
 
 #: How `mode=` is spelled: the names of the two protocols a controller runs.
 AdmissionMode = Literal["check-then-write", "write-then-check"]
@@ -139,13 +143,24 @@ class AdmissionController:
         if scope == "shared":
             # ADM-TOK-6: the shared check reads counter 1, so the own tracker must write it.
             self._tracker.share_tokens()
-        # ADM-CTL-11: what every `check_admission` needs, fixed at construction.
-        self._one_pass = shared_stats is not None and shared_stats.reads_in_one_pass
-        if shared_stats is not None and self._one_pass:
-            self._read_requests = shared_stats.pass_reader(_REQUESTS)
-            self._read_tokens = shared_stats.pass_reader(_TOKENS)
-        self._write_first_reqs = self.reserves
-        self._write_first_tokens = self.reserves_tokens
+        # Fixed at construction: what every check reads and writes (the hot path).
+        self._reserves = self.reserves
+        self._reserves_tokens = self.reserves_tokens
+        self._num_request_reads = self._num_reads(max_num_queued_reqs, shared_stats is None)
+        self._num_token_reads = self._num_reads(max_num_queued_tokens, scope == "local")
+        # ADM-CTL-11: a whole pass at once; one C-level pass over a C-level buffer.
+        self._read_requests: Callable[[], int] = partial(own_slot_count, self._tracker)
+        self._read_tokens: Callable[[], int] = partial(own_slot_tokens, self._tracker)
+        if shared_stats is not None:
+            self._read_requests = shared_stats.pass_reader(shared_stats.REQUEST_COUNT)
+            if scope == "shared":
+                self._read_tokens = shared_stats.pass_reader(shared_stats.QUEUED_TOKENS)
+
+    def _num_reads(self, limit: int | None, local: bool) -> int:
+        """How many reads a pass makes: none without its limit, one of a local count."""
+        if limit is None:
+            return 0
+        return 1 if local or self._shared_stats is None else self._shared_stats.client_count
 
     @property
     def max_num_queued_reqs(self) -> int | None:
@@ -186,9 +201,7 @@ class AdmissionController:
         The sum of counter 1 of every slot in the shared scope, else the own
         queued tokens plus token reservations. For gauges such as `/metrics`.
         """
-        if self._token_scope == "shared" and self._shared_stats is not None:
-            return self._shared_stats.get_num_queued_tokens()
-        return self._tracker.get_num_queued_tokens() + self._tracker.num_reserved_tokens
+        return self._read_tokens()
 
     @property
     def tracker(self) -> RequestTracker:
@@ -215,37 +228,36 @@ class AdmissionController:
         """Whether a check writes a reservation before reading."""
         return self._protocol is _WRITE_THEN_CHECK and self._max_num_queued_reqs is not None
 
+    def read_request_slot(self, index: int) -> int:
+        """Read `index` of the request pass: counter 0 of slot `index`, or the local count."""
+        if self._shared_stats is None:
+            return own_slot_count(self._tracker)
+        return self._shared_stats.read_slot(index)
+
+    def read_token_slot(self, index: int) -> int:
+        """Read `index` of the token pass: counter 1 of slot `index`, or the own tokens."""
+        if self._token_scope == "local" or self._shared_stats is None:
+            # ADM-RISK-2: the local scope reads the own tokens, never counter 1.
+            return own_slot_tokens(self._tracker)
+        return self._shared_stats.read_tokens_slot(index)
+
     def start_check(self, n: int = 1, num_prompt_tokens: int = 1) -> AdmissionCheck:
         """Start a check of `n` samples of a prompt of `num_prompt_tokens` tokens.
 
         The request adds `n * num_prompt_tokens` queued tokens (vLLM 0.30.0: each
-        child is prefilling with the prompt's length). write-then-check reserves
-        first: `n` in counter 0 and, with a token limit, the tokens in counter 1.
-        Bad input raises `ValueError` and writes nothing.
+        child is prefilling with the prompt's length). Bad input raises
+        `ValueError` and writes nothing.
         """
-        if self._max_num_queued_reqs is None:
-            num_slots = 0  # no request limit: nothing to read (vLLM 0.30.0 reads nothing)
-        elif self._shared_stats is None:
-            num_slots = 1  # the local count
-        else:
-            num_slots = self._shared_stats.client_count
-        if self._max_num_queued_tokens is None:
-            num_token_slots = 0  # no token limit: nothing to read
-        elif self._token_scope == "local" or self._shared_stats is None:
-            num_token_slots = 1  # the own queued tokens
-        else:
-            num_token_slots = self._shared_stats.client_count
         tokens = n * num_prompt_tokens
-        reserved = self.reserves
-        if reserved:
-            # ADM-CTL-9: the reservation is in the own slot before the first read.
-            self._tracker.reserve(n)
-        tokens_reserved = self.reserves_tokens
-        if tokens_reserved:
-            # ADM-TOK-5: the token reservation is in counter 1 before the first read.
-            self._tracker.reserve_tokens(tokens)
+        reserve(self._tracker, n, tokens, self._reserves, self._reserves_tokens)
         return AdmissionCheck(
-            self, n, num_slots, reserved, tokens, num_token_slots, tokens_reserved
+            self,
+            n,
+            self._num_request_reads,
+            self._reserves,
+            tokens,
+            self._num_token_reads,
+            self._reserves_tokens,
         )
 
     def check_admission(self, n: int = 1, num_prompt_tokens: int = 1) -> int | None:
@@ -254,84 +266,44 @@ class AdmissionController:
         Returns the count the check read (None when there is no request
         limit). Raises `QueueOverflowError` when the request limit would be
         exceeded, then `MaxQueuedTokensError` when the queued prompt tokens
-        fail the token rule (by default `queued >= limit`, the
-        request's own `n * num_prompt_tokens` not counted, as vLLM 0.30.0);
-        a rejection changes no count. The reads are per slot, in index order:
-        counter 0 of every slot, then counter 1 of every slot (shared scope).
+        fail the token rule (by default `queued >= limit`, the request's own
+        `n * num_prompt_tokens` not counted, as vLLM 0.30.0); a rejection
+        changes no count. The cap is approximate in check-then-write: check and
+        write are not atomic across servers. In write-then-check an admission
+        leaves its reservations in the own slot; register the request with the
+        tracker (which takes them over) or call `cancel_admission`.
 
-        The cap is approximate in check-then-write: check and write are not atomic
-        across servers. In write-then-check an admission leaves its
-        reservations in the own slot; register the request with the tracker
-        (which takes them over) or call `cancel_admission(n, num_prompt_tokens)`.
-
-        Over a C-level counter buffer each pass is one C-level read
-        of every slot; over any other buffer (or without shared stats) this is
-        `start_check`, `read_next` until `done`, `decide`.
+        The steps and decisions of `AdmissionCheck`, each pass read at once:
+        over a C-level counter buffer in one C-level pass, else one read per slot.
         """
-        stats = self._shared_stats
-        if (
-            not self._one_pass
-            or type(n) is not int
-            or type(num_prompt_tokens) is not int
-            or n < 1
-            or num_prompt_tokens < 0
-        ):
+        if type(n) is not int or type(num_prompt_tokens) is not int:
             return self._check_step_by_step(n, num_prompt_tokens)
-        # ADM-CTL-11: from here on the reads and decisions of `start_check`, `read_next`
-        # until `done` and `decide`, each pass one C-level read of every slot, without
-        # the objects of the stepwise API; the request limit is decided before the
-        # first token read. Written out flat because it is the hot path of every request.
-        assert stats is not None  # made one-pass only with shared stats
-        tracker = self._tracker
-        tokens = n * num_prompt_tokens
-        limit = self._max_num_queued_reqs
-        token_limit = self._max_num_queued_tokens
-        reserved, tokens_reserved = self._write_first_reqs, self._write_first_tokens
-        if reserved:
-            tracker.reserve(n)  # ADM-CTL-9: in the own slot before the first read
-        if tokens_reserved:
-            tracker.reserve_tokens(tokens)  # ADM-TOK-5: likewise in counter 1
+        tracker, tokens = self._tracker, n * num_prompt_tokens
+        reserved, tokens_reserved = self._reserves, self._reserves_tokens
+        if n < 1 or num_prompt_tokens < 0:  # refused by start_check's preconditions
+            return self._check_step_by_step(n, num_prompt_tokens)
+        if reserved or tokens_reserved:
+            reserve(tracker, n, tokens, reserved, tokens_reserved)
         try:
-            view = None
+            view = limit = self._max_num_queued_reqs
             if limit is not None:
-                values = self._read_requests()  # type: ignore[misc]
-                if min(values) < 0:
-                    _checked_counts(values, _REQUESTS)  # raises
-                view = protocol._read_all(0, values)
-                if not protocol.admits(self._protocol, view, n, limit):
-                    raise QueueOverflowError(view=view, n=n, limit=limit)
+                view = self._read_requests()
+                decide_requests(self._protocol, view, n, limit)
+            token_limit = self._max_num_queued_tokens
             if token_limit is not None:
-                if self._token_scope == "shared":
-                    values = self._read_tokens()  # type: ignore[misc]
-                    if min(values) < 0:
-                        _checked_counts(values, _TOKENS)  # raises
-                    queued = protocol._read_all(0, values)
-                else:
-                    # ADM-RISK-2: the local scope reads the own tokens, never counter 1.
-                    queued = own_token_view(tracker)
-                if tokens_reserved:
-                    admitted = protocol.keeps_reservation(queued, token_limit)
-                else:
-                    admitted = protocol.admits_tokens(self._token_rule, queued, tokens, token_limit)
-                if not admitted:
-                    raise MaxQueuedTokensError(queued_tokens=queued, limit=token_limit)
+                queued = self._read_tokens()
+                decide_tokens(self._token_rule, queued, tokens, token_limit, tokens_reserved)
         except BaseException:
-            if reserved:
-                tracker.release_reservation(n)
-            if tokens_reserved:
-                tracker.release_token_reservation(tokens)
+            give_back(tracker, n, tokens, reserved, tokens_reserved)
             raise
         return view
 
     def _check_step_by_step(self, n: int, num_prompt_tokens: int) -> int | None:
         """The check as `start_check`, `read_next` until `done`, `decide`."""  # ADM-CTL-7
-        if not is_int_at_least(n, 1):
-            raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
         check = self.start_check(n, num_prompt_tokens)
         while not check.done:
             check.read_next()
-        view = check.decide()
-        return view
+        return check.decide()
 
     def cancel_admission(self, n: int = 1, num_prompt_tokens: int = 1) -> None:
         """Give back an admission that will not be registered.
@@ -349,7 +321,4 @@ class AdmissionController:
                 f"ADM-TOK-5: cannot give back {tokens} of "
                 f"{self._tracker.num_reserved_tokens} reserved tokens"
             )
-        if self.reserves:
-            self._tracker.release_reservation(n)
-        if self.reserves_tokens:
-            self._tracker.release_token_reservation(tokens)
+        give_back(self._tracker, n, tokens, self._reserves, self._reserves_tokens)

@@ -12,9 +12,9 @@ Deliberate divergences from vLLM:
   it; vLLM 0.30.0 pops the buffer from it, so the order of construction matters.
 * Counts are validated: a negative count is never written, and a negative
   value read from a slot is an `AdmissionCounterError`, never an admission.
-* A sum reads the slots strictly one `__getitem__` per slot, in index order,
-  through `queueref.admission.protocol.Check` -- or, over a buffer of C-level
-  8-byte counters, in one C-level pass of the same reads.
+* A sum reads the slots strictly one `__getitem__` per slot, in index order --
+  or, over a buffer of C-level 8-byte counters, in one C-level pass of the same
+  reads.
 """
 
 from __future__ import annotations
@@ -64,26 +64,12 @@ def _strided_counter_view(counters: object, client_count: int, counter: int) -> 
     return flat[counter : counter + client_count * step : step]
 
 
-def _checked_counts(values: list[int], counter: int) -> list[int]:
-    """The values of one pass, or `AdmissionCounterError` naming the first negative slot
-    as the slot-by-slot read raises."""  # ADM-CTL-8
-    if min(values) < 0:
-        slot = next(index for index, value in enumerate(values) if value < 0)
-        raise AdmissionCounterError(
-            f"ADM-CTL-8: slot {slot} counter {counter} holds {values[slot]!r}, not a count; "
-            "refusing to decide on a corrupt counter"
-        )
-    return values
-
-
-def _read_in_one_pass(view: memoryview, counter: int) -> int:
-    """The sum of a strided view, read once, item 0 to N-1, in C.
-
-    `tolist()` loads every item once, in index order, with no Python code between
-    two loads; the values are then checked and folded by the step function
-    (`protocol._read_all`).
-    """
-    return protocol._read_all(0, _checked_counts(view.tolist(), counter))
+def _corrupt(slot: int, counter: int, value: object) -> AdmissionCounterError:
+    """The error of a slot that holds no count: never decide on it."""  # ADM-CTL-8
+    return AdmissionCounterError(
+        f"ADM-CTL-8: slot {slot} counter {counter} holds {value!r}, not a count; "
+        "refusing to decide on a corrupt counter"
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -120,36 +106,47 @@ class SharedAdmissionStats:
         self._client_count = client_count
         self._client_index = client_index
         self._slot_offset = client_index * self.COUNTERS_PER_SLOT
-        # ADM-CTL-11: precomputed once; None for buffers that keep the stepwise read.
-        self._request_view = _strided_counter_view(counters, client_count, self.REQUEST_COUNT)
-        self._token_view = _strided_counter_view(counters, client_count, self.QUEUED_TOKENS)
+        # ADM-CTL-11: made once; one C-level pass over a C-level buffer.
+        self._reads_in_one_pass = (
+            _strided_counter_view(counters, client_count, self.REQUEST_COUNT) is not None
+        )
+        self._pass_readers = (
+            self._make_pass_reader(self.REQUEST_COUNT),
+            self._make_pass_reader(self.QUEUED_TOKENS),
+        )
 
     @property
     def reads_in_one_pass(self) -> bool:
         """Whether a whole pass reads every slot in one C-level pass."""  # ADM-CTL-11
-        return self._request_view is not None
+        return self._reads_in_one_pass
 
-    def pass_reader(self, counter: int) -> Callable[[], list[int]] | None:
-        """The one-pass read of counter `counter` of every slot, or None.
+    def pass_reader(self, counter: int) -> Callable[[], int]:
+        """The read of one whole pass: counter `counter` of every slot, summed.
 
-        Over a C-level buffer a function that loads every slot's counter once, in
-        index order, in C (`tolist` of a strided view), for a caller that reads on
-        every request and checks the values itself (`_checked_counts`); None over any
-        other buffer, read slot by slot.
+        Made once per counter when the stats are made, for the check of every
+        request. In index order, folded by `protocol._read_all`; a negative value
+        raises `AdmissionCounterError` naming the first such slot. Not a snapshot:
+        other servers may write between two reads.
         """
-        view = self._request_view if counter == self.REQUEST_COUNT else self._token_view
-        return None if view is None else view.tolist
+        return self._pass_readers[counter]
 
-    def _read_all_slots(self, counter: int = 0) -> list[int]:
-        """Counter `counter` of every slot, in index order, as one pass reads it.
-
-        In one C-level pass over a C-level buffer, else one `read_slot` /
-        `read_tokens_slot` per slot. A negative value raises `AdmissionCounterError`.
-        """
-        view = self._request_view if counter == self.REQUEST_COUNT else self._token_view
+    def _make_pass_reader(self, counter: int) -> Callable[[], int]:
+        """`pass_reader(counter)`: one C-level pass over a C-level buffer, else one
+        checked `__getitem__` per slot."""  # ADM-CTL-11
+        view = _strided_counter_view(self._counters, self._client_count, counter)
+        slots = range(self._client_count)
         if view is None:
-            return [self._read(index, counter) for index in range(self._client_count)]
-        return _checked_counts(view.tolist(), counter)
+            return lambda: protocol._read_all(0, [self._read(slot, counter) for slot in slots])
+        load = view.tolist  # every item once, in index order, no Python code between two
+
+        def read_in_one_pass() -> int:
+            values = load()
+            if min(values) < 0:
+                slot = next(slot for slot in slots if values[slot] < 0)
+                raise _corrupt(slot, counter, values[slot])
+            return protocol._read_all(0, values)
+
+        return read_in_one_pass
 
     @classmethod
     def num_counters(cls, client_count: int) -> int:
@@ -221,10 +218,7 @@ class SharedAdmissionStats:
         """One `__getitem__` of counter `counter` of slot `client_index`, checked."""
         value = self._counters[client_index * self.COUNTERS_PER_SLOT + counter]
         if (type(value) is not int and not is_int(value)) or value < 0:
-            raise AdmissionCounterError(
-                f"ADM-CTL-8: slot {client_index} counter {counter} holds {value!r}, not a count; "
-                "refusing to decide on a corrupt counter"
-            )
+            raise _corrupt(client_index, counter, value)
         return value
 
     def read_tokens_slot(self, client_index: int) -> int:
@@ -243,11 +237,8 @@ class SharedAdmissionStats:
         self._counters[self._slot_offset + self.QUEUED_TOKENS] = count
 
     def get_num_queued_tokens(self) -> int:
-        """The global queued prompt tokens: counter 1 of every slot, read one at a time.
-
-        Not a snapshot: other servers may write between two reads.
-        """
-        return self._sum_counter(self.QUEUED_TOKENS)
+        """The global queued prompt tokens: counter 1 of every slot (`pass_reader`)."""
+        return self._pass_readers[self.QUEUED_TOKENS]()
 
     def set_num_requests(self, count: int) -> None:
         """Write this server's unfinished count to counter 0 of its own slot."""
@@ -256,27 +247,8 @@ class SharedAdmissionStats:
         self._counters[self._slot_offset + self.REQUEST_COUNT] = count
 
     def get_num_requests(self) -> int:
-        """The global unfinished count: counter 0 of every slot, read one at a time.
-
-        Not a snapshot: other servers may write between two reads.
-        """
-        return self._sum_counter(self.REQUEST_COUNT)
-
-    def _sum_counter(self, counter: int) -> int:
-        """Counter `counter` of every slot, summed as a check reads it.
-
-        Over a C-level buffer one C-level pass; else one `read_slot` (or
-        `read_tokens_slot`) per slot, in index order, folded by `protocol.Check`.
-        """
-        requests = counter == self.REQUEST_COUNT
-        view = self._request_view if requests else self._token_view
-        if view is not None:
-            return _read_in_one_pass(view, counter)  # ADM-CTL-11
-        read = self.read_slot if requests else self.read_tokens_slot
-        check = protocol.Check(n=0)
-        while not check.done(self._client_count):
-            check = check.read(read(check.next_slot))
-        return check.view
+        """The global unfinished count: counter 0 of every slot (`pass_reader`)."""
+        return self._pass_readers[self.REQUEST_COUNT]()
 
 
 def allocate_admission_counters(

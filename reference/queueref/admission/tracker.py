@@ -64,9 +64,17 @@ def tracker_counts(tracker: RequestTracker) -> tuple[int, int, int, int]:
     return len(tracker._states), tracker._reserved, tracker._queued_tokens, tracker._reserved_tokens
 
 
-def own_token_view(tracker: RequestTracker) -> int:
-    """The own queued tokens plus token reservations, as the local token check reads them:
-    O(1), from the fields, like `tracker_counts`."""
+def own_slot_count(tracker: RequestTracker) -> int:
+    """What counter 0 of the own slot holds: unfinished requests plus reservations (the
+    local count a check without shared stats reads). O(1) from the fields: a public
+    method would run the class invariants on every check, contracts on."""
+    return len(tracker._states) + tracker._reserved
+
+
+def own_slot_tokens(tracker: RequestTracker) -> int:
+    """What counter 1 of the own slot holds when shared: queued tokens plus token
+    reservations (the own tokens the local token check reads). O(1), like
+    `own_slot_count`."""
     return tracker._queued_tokens + tracker._reserved_tokens
 
 
@@ -148,13 +156,13 @@ class RequestTracker:
     def _refresh(self) -> None:
         """Write this server's count to its own slot."""
         if self._stats is not None:
-            self._stats.set_num_requests(len(self._states) + self._reserved)
+            self._stats.set_num_requests(own_slot_count(self))
         self._refresh_tokens()
 
     def _refresh_tokens(self) -> None:
         """Write this server's queued + reserved tokens to counter 1, when they are shared."""
         if self._stats is not None and self._shares_tokens:
-            self._stats.set_num_queued_tokens(self._queued_tokens + self._reserved_tokens)
+            self._stats.set_num_queued_tokens(own_slot_tokens(self))
 
     def check_new_request(self, request_id: str, n: int = 1, num_prompt_tokens: int = 1) -> None:
         """Raise `ValueError` when `add(request_id, n, num_prompt_tokens)` would."""

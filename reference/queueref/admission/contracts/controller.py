@@ -113,6 +113,7 @@ def _with_postconditions(check: Any) -> Any:
         check_admission_postconditions(self, n, num_prompt_tokens, view, before)
         return view
 
+    checked.__contract_wrapper__ = _with_postconditions  # type: ignore[attr-defined]
     return checked
 
 
