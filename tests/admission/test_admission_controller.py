@@ -19,7 +19,6 @@ from method_variants import Change, method_variant
 from queueref import AdmissionController, SharedAdmissionStats
 from queueref.admission import protocol as protocol_module
 from queueref.admission.check import AdmissionCheck
-from queueref.admission.controller import is_token_backlog_full
 from queueref.errors import MaxQueuedTokensError
 
 
@@ -156,15 +155,6 @@ def test_the_limit_preconditions_hold_in_both_modes(limits: tuple[object, object
 
 
 # --- Survivors of the full run of admission.py (lines of commit 96233ce) ---
-
-
-def test_a_token_backlog_past_its_limit_is_full() -> None:
-    """ADM-CTL-4: the token rule rejects at `queued >= limit`, so a backlog already past
-    the limit (other requests registered meanwhile) is full too, not only one exactly at it;
-    below the limit, or without one, it is not."""
-    assert is_token_backlog_full(100, 100) and is_token_backlog_full(101, 100)
-    assert is_token_backlog_full(7, 0)
-    assert not is_token_backlog_full(99, 100) and not is_token_backlog_full(10**6, None)
 
 
 def test_a_check_built_without_tokens_carries_none() -> None:

@@ -444,8 +444,8 @@ OwnTokensController = broken_class(
     Change(
         "__init__",
         "the shared token pass reads one slot",
-        'self._num_reads(max_num_queued_tokens, scope == "local")',
-        "self._num_reads(max_num_queued_tokens, True)",
+        'token_slots = 1 if scope == "local" else slots',
+        "token_slots = 1",
     ),
     Change(
         "read_token_slot",

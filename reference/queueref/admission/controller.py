@@ -1,29 +1,22 @@
 """Admission control of one API server: `AdmissionController`.
 
 Models `AsyncLLM.check_admission` of `vllm/v1/engine/async_llm.py` (vLLM
-PR #54746). The semantics are stated in `specs/admission.md`. The shared
-counters are in `queueref.admission.shared_stats`, the step-wise check in
-`queueref.admission.check`, the errors in `queueref.errors`, the argument
-checks in `queueref.validators`; the contracts, with the postconditions of an
-admission, in `queueref.admission.contracts.controller`.
+PR #54746); the semantics are stated in `specs/admission.md`, the contracts in
+`queueref.admission.contracts.controller`.
 
 Deliberate divergences from vLLM:
 
-* A check reads the slots strictly one `__getitem__` per slot, in index order,
-  through `queueref.admission.protocol.Check`, and is available step by step
-  (`AdmissionController.start_check`) so that models and tests can interleave
-  other servers between two reads. Over a C-level counter buffer
-  `check_admission` makes the same reads in one C-level pass.
-* write-then-check (`mode="write-then-check"`) is
-  queueref's addition: a hard global cap at the price of spurious
-  rejections. The default check-then-write is vLLM 0.30.0's.
+* The check is also available step by step (`start_check`), so that models and
+  tests can interleave other servers between two reads (`queueref.admission.check`).
+* write-then-check (`mode="write-then-check"`) is queueref's addition: a hard
+  global cap at the price of spurious rejections. The default check-then-write
+  is vLLM 0.30.0's.
 * Limits are validated at construction (vLLM 0.30.0 validates them in
   `SchedulerConfig`): negative or non-integer limits are a `ValueError`.
-* The token limit is shared when there are shared stats (`token_scope`,
-  default `"shared"` then): a second pass reads counter 1 of every slot.
-  vLLM 0.30.0 compares the process's own `get_num_queued_tokens()`; that is
-  `token_scope="local"`. The rule is vLLM 0.30.0's `>=` unless
-  `token_rule="fits"`, and write-then-check reserves the tokens too.
+* With shared stats the token limit is shared (`token_scope="shared"`): a second
+  pass reads counter 1 of every slot. vLLM 0.30.0 compares the process's own
+  `get_num_queued_tokens()`: `token_scope="local"`. The rule is vLLM 0.30.0's
+  `>=` unless `token_rule="fits"`; write-then-check reserves the tokens too.
 """
 
 from __future__ import annotations
@@ -43,70 +36,37 @@ from queueref.admission.check import (
 from queueref.admission.shared_stats import SharedAdmissionStats
 from queueref.admission.tracker import RequestTracker, own_slot_count, own_slot_tokens
 
-__all__ = [
-    "MODES",
-    "TOKEN_SCOPES",
-    "AdmissionController",
-    "AdmissionMode",
-    "TokenRuleName",
-    "TokenScope",
-    "is_token_backlog_full",
-]
+__all__ = ["MODES", "AdmissionController", "AdmissionMode", "TokenRuleName", "TokenScope"]
 
-# Members bound once: `Enum.MEMBER` costs about 100 ns on Python 3.11 (hot path).
+# Bound once: `Enum.MEMBER` costs about 100 ns on Python 3.11 (hot path).
 _WRITE_THEN_CHECK: Final = protocol.Protocol.WRITE_THEN_CHECK
 
-#: How `mode=` is spelled: the names of the two protocols a controller runs.
+#: How `mode=` is spelled, and the protocol each spelling runs (ADM-CTL-1).
 AdmissionMode = Literal["check-then-write", "write-then-check"]
+MODES: Final[dict[str, protocol.Protocol]] = {
+    p.value: p for p in (protocol.Protocol.CHECK_THEN_WRITE, _WRITE_THEN_CHECK)
+}
 
-#: The protocols an `AdmissionController` runs (locked and local are built around it).
-CONTROLLER_PROTOCOLS: Final = (
-    protocol.Protocol.CHECK_THEN_WRITE,
-    protocol.Protocol.WRITE_THEN_CHECK,
-)
-
-#: Where the token check reads (ADM-TOK-2): counter 1 of every slot, or the own count.
+#: Where the token check reads (ADM-TOK-2), and how `token_rule=` is spelled (ADM-TOK-3).
 TokenScope = Literal["shared", "local"]
-TOKEN_SCOPES: Final = ("shared", "local")
-
-#: How `token_rule=` may be spelled (ADM-TOK-3).
 TokenRuleName = Literal["ge", "fits"]
-
-#: Every accepted `mode=` and the protocol it runs (ADM-CTL-1).
-MODES: Final[dict[str, protocol.Protocol]] = {p.value: p for p in CONTROLLER_PROTOCOLS}
-
-
-def is_token_backlog_full(queued_tokens: int, limit: int | None) -> bool:
-    """The token rule: reject iff a limit is set and `queued_tokens >= limit`."""
-    return limit is not None and queued_tokens >= limit
 
 
 def resolve_token_scope(
     token_scope: object, shared_stats: object, max_num_queued_tokens: object
 ) -> TokenScope:
-    """The scope a controller's token check uses.
-
-    `None` (the default) is `"shared"` when there are shared stats and a token
-    limit, else `"local"`; `"shared"` needs shared stats; anything else is a
-    `ValueError`.
-
-    >>> resolve_token_scope(None, None, 100), resolve_token_scope("local", object(), 100)
-    ('local', 'local')
-    >>> resolve_token_scope(None, object(), 100), resolve_token_scope(None, object(), None)
-    ('shared', 'local')
-    """
+    """The scope a controller's token check uses: `None` is `"shared"` with shared stats
+    and a token limit, else `"local"`; `"shared"` needs shared stats."""
     if token_scope is None:
         shared = shared_stats is not None and max_num_queued_tokens is not None
         return "shared" if shared else "local"
-    if token_scope == "local":
-        return "local"
-    if token_scope == "shared":
-        if shared_stats is None:
-            raise ValueError("ADM-TOK-6: token_scope='shared' needs shared stats")
-        return "shared"
-    raise ValueError(
-        f"ADM-TOK-6: token_scope must be None, 'shared' or 'local', got {token_scope!r}"
-    )
+    if token_scope == "shared" and shared_stats is None:
+        raise ValueError("ADM-TOK-6: token_scope='shared' needs shared stats")
+    if token_scope not in ("shared", "local"):
+        raise ValueError(
+            f"ADM-TOK-6: token_scope must be None, 'shared' or 'local', got {token_scope!r}"
+        )
+    return "shared" if token_scope == "shared" else "local"
 
 
 class AdmissionController:
@@ -115,9 +75,9 @@ class AdmissionController:
     `mode="check-then-write"` (default) is vLLM 0.30.0's protocol: read the count
     (the global sum of the shared slots, or the local unfinished count), admit
     iff `count + n <= max_num_queued_reqs`; the caller's tracker registration
-    then writes the own slot. `mode="write-then-check"`: add `n` to
-    the own slot first, read, keep the reservation iff the sum read is
-    `<= max_num_queued_reqs`, else write it back and reject.
+    then writes the own slot. `mode="write-then-check"`: add `n` to the own slot
+    first, read, keep the reservation iff the sum read is `<= max_num_queued_reqs`,
+    else write it back and reject.
     """
 
     def __init__(
@@ -143,11 +103,16 @@ class AdmissionController:
         if scope == "shared":
             # ADM-TOK-6: the shared check reads counter 1, so the own tracker must write it.
             self._tracker.share_tokens()
-        # Fixed at construction: what every check reads and writes (the hot path).
-        self._reserves = self.reserves
-        self._reserves_tokens = self.reserves_tokens
-        self._num_request_reads = self._num_reads(max_num_queued_reqs, shared_stats is None)
-        self._num_token_reads = self._num_reads(max_num_queued_tokens, scope == "local")
+        # What every check writes and reads, fixed here (the hot path). The local
+        # scope keeps vLLM 0.30.0's per-process token rule in every mode.
+        write_first = self._protocol is _WRITE_THEN_CHECK
+        self._reserves = write_first and max_num_queued_reqs is not None
+        self._reserves_tokens = write_first and max_num_queued_tokens is not None
+        self._reserves_tokens &= scope == "shared"
+        slots = 1 if shared_stats is None else shared_stats.client_count
+        self._num_request_reads = 0 if max_num_queued_reqs is None else slots
+        token_slots = 1 if scope == "local" else slots
+        self._num_token_reads = 0 if max_num_queued_tokens is None else token_slots
         # ADM-CTL-11: a whole pass at once; one C-level pass over a C-level buffer.
         self._read_requests: Callable[[], int] = partial(own_slot_count, self._tracker)
         self._read_tokens: Callable[[], int] = partial(own_slot_tokens, self._tracker)
@@ -155,12 +120,6 @@ class AdmissionController:
             self._read_requests = shared_stats.pass_reader(shared_stats.REQUEST_COUNT)
             if scope == "shared":
                 self._read_tokens = shared_stats.pass_reader(shared_stats.QUEUED_TOKENS)
-
-    def _num_reads(self, limit: int | None, local: bool) -> int:
-        """How many reads a pass makes: none without its limit, one of a local count."""
-        if limit is None:
-            return 0
-        return 1 if local or self._shared_stats is None else self._shared_stats.client_count
 
     @property
     def max_num_queued_reqs(self) -> int | None:
@@ -171,37 +130,6 @@ class AdmissionController:
     def max_num_queued_tokens(self) -> int | None:
         """The per-server cap on queued prompt tokens (None: no cap)."""
         return self._max_num_queued_tokens
-
-    @property
-    def token_rule(self) -> protocol.TokenRule:
-        """How check-then-write decides the token limit: `ge` (vLLM 0.30.0) or `fits`."""
-        return self._token_rule
-
-    @property
-    def token_scope(self) -> TokenScope:
-        """`"shared"`: the token check sums counter 1 of every slot; `"local"`: the own tokens."""
-        return self._token_scope
-
-    @property
-    def reserves_tokens(self) -> bool:
-        """Whether a check writes its tokens to counter 1 before reading.
-
-        Only write-then-check with a token limit in the shared scope: the local
-        scope keeps vLLM 0.30.0's per-process token rule in every mode.
-        """
-        return (
-            self._protocol is _WRITE_THEN_CHECK
-            and self._max_num_queued_tokens is not None
-            and self._token_scope == "shared"
-        )
-
-    def read_queued_tokens(self) -> int:
-        """The queued tokens the token check would read: one pass, not a snapshot.
-
-        The sum of counter 1 of every slot in the shared scope, else the own
-        queued tokens plus token reservations. For gauges such as `/metrics`.
-        """
-        return self._read_tokens()
 
     @property
     def tracker(self) -> RequestTracker:
@@ -220,13 +148,29 @@ class AdmissionController:
 
     @property
     def protocol(self) -> protocol.Protocol:
-        """The protocol `decide` applies."""
+        """The protocol the request decision applies."""
         return self._protocol
 
     @property
+    def token_rule(self) -> protocol.TokenRule:
+        """How check-then-write decides the token limit: `ge` (vLLM 0.30.0) or `fits`."""
+        return self._token_rule
+
+    @property
+    def token_scope(self) -> TokenScope:
+        """`"shared"`: the token check sums counter 1 of every slot; `"local"`: the own tokens."""
+        return self._token_scope
+
+    @property
     def reserves(self) -> bool:
-        """Whether a check writes a reservation before reading."""
-        return self._protocol is _WRITE_THEN_CHECK and self._max_num_queued_reqs is not None
+        """Whether a check writes a reservation of `n` before reading (write-then-check)."""
+        return self._reserves
+
+    @property
+    def reserves_tokens(self) -> bool:
+        """Whether a check writes its tokens to counter 1 before reading (write-then-check,
+        a token limit, the shared scope)."""
+        return self._reserves_tokens
 
     def read_request_slot(self, index: int) -> int:
         """Read `index` of the request pass: counter 0 of slot `index`, or the local count."""
@@ -241,13 +185,15 @@ class AdmissionController:
             return own_slot_tokens(self._tracker)
         return self._shared_stats.read_tokens_slot(index)
 
-    def start_check(self, n: int = 1, num_prompt_tokens: int = 1) -> AdmissionCheck:
-        """Start a check of `n` samples of a prompt of `num_prompt_tokens` tokens.
+    def read_queued_tokens(self) -> int:
+        """The queued tokens the token check would read, in one pass (for gauges such as
+        `/metrics`): counter 1 of every slot in the shared scope, else the own tokens."""
+        return self._read_tokens()
 
-        The request adds `n * num_prompt_tokens` queued tokens (vLLM 0.30.0: each
-        child is prefilling with the prompt's length). Bad input raises
-        `ValueError` and writes nothing.
-        """
+    def start_check(self, n: int = 1, num_prompt_tokens: int = 1) -> AdmissionCheck:
+        """Start a check of `n` samples of a prompt of `num_prompt_tokens` tokens, to take
+        one read at a time. The request adds `n * num_prompt_tokens` queued tokens
+        (vLLM 0.30.0: each child is prefilling with the prompt's length)."""
         tokens = n * num_prompt_tokens
         reserve(self._tracker, n, tokens, self._reserves, self._reserves_tokens)
         return AdmissionCheck(
@@ -263,25 +209,23 @@ class AdmissionController:
     def check_admission(self, n: int = 1, num_prompt_tokens: int = 1) -> int | None:
         """Admit a request of `n` parallel samples or raise `AdmissionRejected`.
 
-        Returns the count the check read (None when there is no request
-        limit). Raises `QueueOverflowError` when the request limit would be
-        exceeded, then `MaxQueuedTokensError` when the queued prompt tokens
-        fail the token rule (by default `queued >= limit`, the request's own
-        `n * num_prompt_tokens` not counted, as vLLM 0.30.0); a rejection
-        changes no count. The cap is approximate in check-then-write: check and
-        write are not atomic across servers. In write-then-check an admission
-        leaves its reservations in the own slot; register the request with the
-        tracker (which takes them over) or call `cancel_admission`.
+        Returns the count the check read (None without a request limit). Raises
+        `QueueOverflowError` when the request limit would be exceeded, then
+        `MaxQueuedTokensError` when the queued prompt tokens fail the token rule;
+        a rejection changes no count. The cap is approximate in check-then-write:
+        check and write are not atomic across servers. In write-then-check an
+        admission leaves its reservations in the own slot: register the request
+        with the tracker (which takes them over) or call `cancel_admission`.
 
-        The steps and decisions of `AdmissionCheck`, each pass read at once:
-        over a C-level counter buffer in one C-level pass, else one read per slot.
+        The steps of `start_check`, `read_next` until `done` and `decide`, each pass
+        read at once.
         """
         if type(n) is not int or type(num_prompt_tokens) is not int:
-            return self._check_step_by_step(n, num_prompt_tokens)
+            return self._check_step_by_step(n, num_prompt_tokens)  # ints and more
+        if n < 1 or num_prompt_tokens < 0:
+            return self._check_step_by_step(n, num_prompt_tokens)  # refused by its preconditions
         tracker, tokens = self._tracker, n * num_prompt_tokens
         reserved, tokens_reserved = self._reserves, self._reserves_tokens
-        if n < 1 or num_prompt_tokens < 0:  # refused by start_check's preconditions
-            return self._check_step_by_step(n, num_prompt_tokens)
         if reserved or tokens_reserved:
             reserve(tracker, n, tokens, reserved, tokens_reserved)
         try:
@@ -306,19 +250,7 @@ class AdmissionController:
         return check.decide()
 
     def cancel_admission(self, n: int = 1, num_prompt_tokens: int = 1) -> None:
-        """Give back an admission that will not be registered.
-
-        In write-then-check this writes the reservations back; in check-then-write an
-        admission wrote nothing, so there is nothing to give back.
-        """
-        if self.reserves and n > self._tracker.num_reserved:
-            raise ValueError(
-                f"ADM-CTL-9: cannot give back {n} of {self._tracker.num_reserved} reserved requests"
-            )
+        """Give back an admission that will not be registered: the reservations in
+        write-then-check; in check-then-write an admission wrote nothing."""
         tokens = n * num_prompt_tokens
-        if self.reserves_tokens and tokens > self._tracker.num_reserved_tokens:
-            raise ValueError(
-                f"ADM-TOK-5: cannot give back {tokens} of "
-                f"{self._tracker.num_reserved_tokens} reserved tokens"
-            )
         give_back(self._tracker, n, tokens, self._reserves, self._reserves_tokens)

@@ -172,16 +172,15 @@ def start_check() -> None: ...
 
 @install(AdmissionController)
 @require(lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1")
-@icontract.require(
+@require(
     lambda self, n: not self.reserves or self.tracker.num_reserved >= n,
     "ADM-CTL-9: only a reservation that is held can be given back",
-    error=ValueError,
 )
 @require(
     lambda num_prompt_tokens: is_int_at_least(num_prompt_tokens, 0),
     "ADM-TOK-3: num_prompt_tokens is an int >= 0",
 )
-@icontract.require(
+@require(
     lambda self, n, num_prompt_tokens: (
         not is_int_at_least(num_prompt_tokens, 0)  # refused by ADM-TOK-3's precondition
         or not is_int_at_least(n, 1)  # refused by ADM-CTL-2's precondition
@@ -189,7 +188,6 @@ def start_check() -> None: ...
         or self.tracker.num_reserved_tokens >= n * num_prompt_tokens
     ),
     "ADM-TOK-5: only a token reservation that is held can be given back",
-    error=ValueError,
 )
 @icontract.snapshot(lambda self: self.tracker.num_reserved, name="reserved")
 @icontract.snapshot(lambda self: self.tracker.num_reserved_tokens, name="reserved_tokens")
