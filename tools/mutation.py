@@ -264,6 +264,16 @@ MODULES: dict[str, Target] = {
         ),
     ),
 }
+#: The shared counters, and their contracts declared beside them.
+for _name in ("shared_stats", "contracts/shared_stats"):
+    MODULES[f"admission/{_name}.py"] = Target(
+        f"reference/queueref/admission/{_name}.py",
+        (
+            "tests/admission/test_shared_stats.py",
+            "tests/admission/test_shared_stats_guard.py",
+            *_CONTROLLER_TESTS,
+        ),
+    )
 #: The tracker's contracts, declared beside it, are pinned by the tracker's own tests.
 MODULES["admission/contracts/tracker.py"] = Target(
     "reference/queueref/admission/contracts/tracker.py", MODULES["admission/tracker.py"].tests

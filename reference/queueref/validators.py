@@ -15,45 +15,25 @@ from typing import TypeGuard
 
 
 def is_int(value: object) -> TypeGuard[int]:
-    """An `int` that is not a `bool`.
-
-    >>> is_int(3), is_int(True), is_int(3.0)
-    (True, False, False)
-    """
+    """An `int` that is not a `bool`."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def is_int_at_least(value: object, low: int) -> TypeGuard[int]:
-    """An int (not a bool) that is `>= low`.
-
-    >>> is_int_at_least(1, 1), is_int_at_least(0, 1), is_int_at_least(True, 1)
-    (True, False, False)
-    """
+    """An int (not a bool) that is `>= low`."""
     return is_int(value) and value >= low
 
 
 def is_index(value: object, count: object) -> TypeGuard[int]:
-    """An int (not a bool) in `range(count)`.
-
-    >>> is_index(1, 2), is_index(2, 2), is_index(False, 2)
-    (True, False, False)
-    """
+    """An int (not a bool) in `range(count)`."""
     return is_int(value) and is_int(count) and 0 <= value < count
 
 
 def is_limit(value: object) -> bool:
-    """A limit: None (no limit) or an int (not a bool) `>= 0`.
-
-    >>> is_limit(None), is_limit(0), is_limit(-1), is_limit(False)
-    (True, True, False, False)
-    """
+    """A limit: None (no limit) or an int (not a bool) `>= 0`."""
     return value is None or is_int_at_least(value, 0)
 
 
 def is_real(value: object) -> TypeGuard[int | float]:
-    """An int or a float, not a bool (NaN and infinities included).
-
-    >>> is_real(1), is_real(0.5), is_real(True), is_real("1")
-    (True, True, False, False)
-    """
+    """An int or a float, not a bool (NaN and infinities included)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -147,11 +147,6 @@ class AdmissionController:
         return self._protocol.value
 
     @property
-    def protocol(self) -> protocol.Protocol:
-        """The protocol the request decision applies."""
-        return self._protocol
-
-    @property
     def token_rule(self) -> protocol.TokenRule:
         """How check-then-write decides the token limit: `ge` (vLLM 0.30.0) or `fits`."""
         return self._token_rule
@@ -171,6 +166,11 @@ class AdmissionController:
         """Whether a check writes its tokens to counter 1 before reading (write-then-check,
         a token limit, the shared scope)."""
         return self._reserves_tokens
+
+    @property  # last: below here `protocol` names this property, not the module
+    def protocol(self) -> protocol.Protocol:
+        """The protocol the request decision applies."""
+        return self._protocol
 
     def read_request_slot(self, index: int) -> int:
         """Read `index` of the request pass: counter 0 of slot `index`, or the local count."""

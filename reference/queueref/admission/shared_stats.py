@@ -26,7 +26,7 @@ from typing import Any, Final, Protocol
 
 from queueref.admission import protocol
 from queueref.errors import AdmissionCounterError
-from queueref.validators import is_index, is_int, is_int_at_least
+from queueref.validators import is_int
 
 #: The key under which vLLM 0.30.0 hands the buffer to a server (ADM-RISK-3).
 CONFIG_KEY: Final = "mp_admission_counters"
@@ -46,13 +46,9 @@ class AdmissionCounterBuffer(Protocol):
 
 # ADM-CTL-11: the one-pass read of a whole pass over a C-level counter buffer.
 def _strided_counter_view(counters: object, client_count: int, counter: int) -> memoryview | None:
-    """A view whose item i is counter `counter` of slot i, or None (one-pass reads).
-
-    Only for buffers of C-level signed 8-byte counters (`RawArray("q", ...)`, a
-    ctypes `c_int64` array): reading it is one aligned 8-byte load per item, the
-    load the ctypes `__getitem__` makes. A list, or any buffer whose `__getitem__`
-    is Python code (trace replay, models), gets None and keeps the stepwise read.
-    """
+    """A view whose item i is counter `counter` of slot i, for a buffer of C-level signed
+    8-byte counters (one aligned load per item, as its `__getitem__` makes); else None:
+    a list or a buffer whose `__getitem__` is Python code is read slot by slot."""
     if not isinstance(counters, ctypes.Array):
         return None
     if counters._type_ not in (ctypes.c_int64, ctypes.c_longlong, ctypes.c_long):
@@ -70,11 +66,6 @@ def _corrupt(slot: int, counter: int, value: object) -> AdmissionCounterError:
         f"ADM-CTL-8: slot {slot} counter {counter} holds {value!r}, not a count; "
         "refusing to decide on a corrupt counter"
     )
-
-
-# ---------------------------------------------------------------------------
-# Shared counters
-# ---------------------------------------------------------------------------
 
 
 class SharedAdmissionStats:
@@ -151,10 +142,6 @@ class SharedAdmissionStats:
     @classmethod
     def num_counters(cls, client_count: int) -> int:
         """How many counters `client_count` servers need."""
-        if not is_int_at_least(client_count, 1):
-            raise ValueError(
-                f"ADM-LAYOUT-2: client_count must be an int >= 1, got {client_count!r}"
-            )
         return client_count * cls.COUNTERS_PER_SLOT
 
     @classmethod
@@ -164,12 +151,8 @@ class SharedAdmissionStats:
         client_count: int,
         client_index: int,
     ) -> SharedAdmissionStats | None:
-        """The stats named by vLLM 0.30.0's config key, or None when absent.
-
-        vLLM 0.30.0 pops `"mp_admission_counters"` from the dict that is later
-        handed to the engine client, so the order of construction matters;
-        this reads it and leaves the mapping untouched.
-        """
+        """The stats named by vLLM 0.30.0's config key, or None when absent (the mapping
+        is read, not changed)."""
         if client_addresses is None:
             return None
         counters = client_addresses.get(CONFIG_KEY)
@@ -198,21 +181,8 @@ class SharedAdmissionStats:
         return self._slot_offset
 
     def read_slot(self, client_index: int) -> int:
-        """Counter 0 of slot `client_index`: exactly one `__getitem__`.
-
-        A negative value (or a non-integer) raises `AdmissionCounterError`; an index
-        out of range is an `IndexError`, under `python -O` too.
-        """
-        self._check_slot_index(client_index)
+        """Counter 0 of slot `client_index`: exactly one `__getitem__`, checked."""
         return self._read(client_index, self.REQUEST_COUNT)
-
-    def _check_slot_index(self, client_index: object) -> None:
-        """The index check of the one-slot reads, kept under `python -O`: a negative index
-        would silently read another server's slot from the end of the buffer."""
-        if not is_index(client_index, self._client_count):
-            raise IndexError(
-                f"ADM-STATS-3: slot index {client_index!r} is not in range({self._client_count})"
-            )
 
     def _read(self, client_index: int, counter: int) -> int:
         """One `__getitem__` of counter `counter` of slot `client_index`, checked."""
@@ -222,18 +192,11 @@ class SharedAdmissionStats:
         return value
 
     def read_tokens_slot(self, client_index: int) -> int:
-        """Counter 1 of slot `client_index` (its queued tokens): exactly one `__getitem__`.
-
-        A negative value (or a non-integer) raises `AdmissionCounterError`; an index
-        out of range is an `IndexError`, under `python -O` too.
-        """
-        self._check_slot_index(client_index)
+        """Counter 1 of slot `client_index` (its queued tokens): one `__getitem__`, checked."""
         return self._read(client_index, self.QUEUED_TOKENS)
 
     def set_num_queued_tokens(self, count: int) -> None:
         """Write this server's queued prompt tokens to counter 1 of its own slot."""
-        if not is_int_at_least(count, 0):
-            raise ValueError(f"ADM-TOK-1: a token count must be an int >= 0, got {count!r}")
         self._counters[self._slot_offset + self.QUEUED_TOKENS] = count
 
     def get_num_queued_tokens(self) -> int:
@@ -242,8 +205,6 @@ class SharedAdmissionStats:
 
     def set_num_requests(self, count: int) -> None:
         """Write this server's unfinished count to counter 0 of its own slot."""
-        if not is_int_at_least(count, 0):
-            raise ValueError(f"ADM-STATS-2: a count must be an int >= 0, got {count!r}")
         self._counters[self._slot_offset + self.REQUEST_COUNT] = count
 
     def get_num_requests(self) -> int:

@@ -173,12 +173,17 @@ def start_check() -> None: ...
 @install(AdmissionController)
 @require(lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1")
 @require(
-    lambda self, n: not self.reserves or self.tracker.num_reserved >= n,
-    "ADM-CTL-9: only a reservation that is held can be given back",
-)
-@require(
     lambda num_prompt_tokens: is_int_at_least(num_prompt_tokens, 0),
     "ADM-TOK-3: num_prompt_tokens is an int >= 0",
+)
+@require(
+    lambda self, n, num_prompt_tokens: (
+        not is_int_at_least(num_prompt_tokens, 0)  # refused by ADM-TOK-3's precondition
+        or not is_int_at_least(n, 1)  # refused by ADM-CTL-2's precondition
+        or not self.reserves
+        or self.tracker.num_reserved >= n
+    ),
+    "ADM-CTL-9: only a reservation that is held can be given back",
 )
 @require(
     lambda self, n, num_prompt_tokens: (

@@ -106,9 +106,10 @@ def _slot_read(requirement: str, what: str) -> Callable[[_Reader], _Reader]:
         read = icontract.ensure(_not_negative, f"{requirement}: a {what} read is never negative")(
             read
         )
-        return icontract.require(
-            _slot_in_range, f"{requirement}: a slot index is in range", error=IndexError
-        )(read)
+        # Kept under `python -O`: a negative index would silently read another
+        # server's slot from the end of the buffer.
+        in_range = f"{requirement}: a slot index is in range"
+        return require(_slot_in_range, in_range, error=IndexError)(read)
 
     return wrap
 
@@ -142,10 +143,9 @@ def pass_reader() -> None: ...
 
 
 @install(SharedAdmissionStats)
-@icontract.require(
+@require(
     lambda client_count: is_int_at_least(client_count, 1),
     "ADM-LAYOUT-2: client_count is an int >= 1",
-    error=ValueError,
 )
 @icontract.ensure(
     lambda cls, client_count, result: result == client_count * cls.COUNTERS_PER_SLOT,
@@ -178,10 +178,9 @@ def read_tokens_slot() -> None: ...
 
 
 @install(SharedAdmissionStats)
-@icontract.require(
+@require(
     lambda count: is_int_at_least(count, 0),
     "ADM-TOK-1: a token count is an int >= 0",
-    error=ValueError,
 )
 @icontract.snapshot(lambda self: _whole_buffer(self.counters), name="buffer")
 @icontract.ensure(
@@ -205,10 +204,9 @@ def get_num_queued_tokens() -> None: ...
 
 
 @install(SharedAdmissionStats)
-@icontract.require(
+@require(
     lambda count: is_int_at_least(count, 0),
     "ADM-STATS-2: a count is an int >= 0",
-    error=ValueError,
 )
 @icontract.snapshot(lambda self: _whole_buffer(self.counters), name="buffer")
 @icontract.ensure(
