@@ -12,12 +12,8 @@ from http import HTTPStatus
 
 
 class AdmissionCounterError(RuntimeError):
-    """A slot holds a value no server could have written (e.g. a negative count).
-
-    Raised instead of deciding, so a corrupt counter never admits.
-    """
-
-    # ADM-CTL-8: raised by `SharedAdmissionStats.read_slot`, never caught into an admission.
+    """A slot holds a value no server could have written (a negative count): raised instead
+    of deciding, so a corrupt counter never admits."""  # ADM-CTL-8
 
 
 class AdmissionRejected(Exception):
@@ -33,12 +29,8 @@ class AdmissionRejected(Exception):
 
 
 class QueueOverflowError(AdmissionRejected):
-    """Admitting the request would exceed `max_num_queued_reqs`.
-
-    `view` is the count the check read, `n` the request's weight, `limit` the cap.
-    """
-
-    # ADM-ERR-1, ADM-CTL-3: the request limit's rejection, worded as "busy".
+    """Admitting the request would exceed `max_num_queued_reqs`: `view` is the count the
+    check read, `n` the request's weight, `limit` the cap."""  # ADM-ERR-1, ADM-CTL-3
 
     default_message = (
         "The server is busy: its request queue is full. "
@@ -60,12 +52,8 @@ class QueueOverflowError(AdmissionRejected):
 
 
 class MaxQueuedTokensError(AdmissionRejected):
-    """The server's queued prompt tokens reached `max_num_queued_tokens`.
-
-    `queued_tokens` is what the server had queued, `limit` the cap.
-    """
-
-    # ADM-ERR-1, ADM-CTL-4: the token limit's rejection, worded as "backlog".
+    """The queued prompt tokens reached `max_num_queued_tokens`: `queued_tokens` is what
+    the check read, `limit` the cap."""  # ADM-ERR-1, ADM-CTL-4
 
     default_message = (
         "The server has a backlog of prompt tokens waiting for prefill. "

@@ -1,8 +1,10 @@
-"""The reading path of the queues: what a newcomer reads to understand one queue.
+"""The reading path of a class: what a newcomer reads to understand one queue, or the
+admission controller.
 
-Issue 25's target: the FCFS queue's module and the queueref modules it imports,
+Issue 25's targets: the FCFS queue's module and the queueref modules it imports,
 transitively, at most 900 lines (it was 1,425 while the contract checker and the
-clause tables lived in the queue modules). The contracts live beside the logic
+clause tables lived in the queue modules); `AdmissionController`'s at most 1,200 (it
+was 2,175 with the flat copy of the check and the models' protocol module). The contracts live beside the logic
 (`queueref.queues.checks`, `clauses`, `contracts`), which the queue modules do
 not import; `tests/helpers/reading_path.py` says how the lines are counted. The
 check is also run on a copy of the package with one planted import, to show that
@@ -20,6 +22,8 @@ from reading_path import reading_path as path_of
 
 #: At most this many lines on the reading path of each queue (issue 25).
 LIMIT = 900
+#: At most this many lines on the reading path of the admission controller (issue 25).
+CONTROLLER_LIMIT = 1200
 
 
 def too_long(module: str, limit: int = LIMIT) -> str | None:
@@ -38,6 +42,15 @@ def test_a_queue_reads_in_at_most_900_lines(module: str) -> None:
     """A queue module and what it imports: the data structure, the interface, the request."""
     assert too_long(module) is None, too_long(module)
     assert not {"queueref.queues.contracts", "queueref.queues.clauses"} & set(path_of(module))
+
+
+def test_the_controller_reads_in_at_most_1200_lines() -> None:
+    """The controller, the check, the counters, the tracker, the protocol's steps, the
+    errors and the argument checks; not its contracts, not the bound, not the models."""
+    why = too_long("queueref.admission.controller", CONTROLLER_LIMIT)
+    assert why is None, why
+    path = set(path_of("queueref.admission.controller"))
+    assert not any(".contracts" in module or ".verify" in module for module in path)
 
 
 def test_a_planted_import_of_the_contracts_breaks_the_limit(
@@ -67,3 +80,11 @@ def test_a_planted_import_of_the_contracts_breaks_the_limit(
     ):
         assert module in why
     assert too_long("queueref.queues.priority") is None  # the planted import is fcfs's alone
+    controller = copy / "admission" / "controller.py"
+    controller.write_text(
+        controller.read_text(encoding="utf-8")
+        + "\n\nfrom queueref.admission.contracts import controller as _c  # noqa: E402\n",
+        encoding="utf-8",
+    )
+    why = too_long("queueref.admission.controller", CONTROLLER_LIMIT)
+    assert why is not None and "queueref.admission.contracts.controller" in why

@@ -19,15 +19,6 @@ from queueref.admission import protocol
 from queueref.admission.tracker import RequestTracker
 from queueref.errors import MaxQueuedTokensError, QueueOverflowError
 
-__all__ = [
-    "AdmissionCheck",
-    "CheckSettings",
-    "decide_requests",
-    "decide_tokens",
-    "give_back",
-    "reserve",
-]
-
 
 def reserve(
     tracker: RequestTracker, n: int, tokens: int, reserved: bool, tokens_reserved: bool
@@ -87,14 +78,10 @@ class CheckSettings(typing.Protocol):
 
 
 class AdmissionCheck:
-    """One admission check of one server, taken one slot read at a time.
-
-    `read_next()` reads exactly one counter (one `__getitem__`): counter 0 of every
-    slot in index order, then -- with a token limit -- counter 1 of every slot. The
-    request pass is decided before the first token read (vLLM 0.30.0's order: a
-    request the request limit rejects reads no tokens); `decide()` decides the
-    token pass once every read is made.
-    """
+    """One admission check of one server, one `__getitem__` per `read_next()`: counter 0
+    of every slot in index order, then (with a token limit) counter 1 of every slot.
+    The request pass is decided before the first token read (vLLM 0.30.0's order: a
+    request the request limit rejects reads no tokens), the token pass by `decide()`."""
 
     __slots__ = (
         "_controller", "_n", "_tokens", "_state", "_token_state", "_num_slots",
@@ -192,14 +179,9 @@ class AdmissionCheck:
         """Close the check, giving the reservations back if it holds them."""
         if self._open:
             self._open = False
-            give_back(
-                self._controller.tracker,
-                self._n,
-                self._tokens,
-                self._reserved,
-                self._tokens_reserved,
-            )
-            self._reserved = self._tokens_reserved = False
+            reserved, self._reserved = self._reserved, False
+            tokens_reserved, self._tokens_reserved = self._tokens_reserved, False
+            give_back(self._controller.tracker, self._n, self._tokens, reserved, tokens_reserved)
 
     def _pass_request_limit(self) -> int | None:
         """The request decision on the finished request pass, once (None: no limit)."""
@@ -212,12 +194,8 @@ class AdmissionCheck:
         return self._state.view
 
     def read_next(self) -> int:
-        """Read the next counter: one `__getitem__` of counter 0, then of counter 1.
-
-        The first token read is preceded by the request decision: a
-        `QueueOverflowError` there reads no token. A rejection, a corrupt value or
-        a failing buffer gives the reservations back and raises.
-        """
+        """Read the next counter (the request decision before the first token read). A
+        rejection, a corrupt value or a failing buffer gives the reservations back."""
         self._check_step(deciding=False)
         try:
             if not self._state.done(self._num_slots):
@@ -233,25 +211,16 @@ class AdmissionCheck:
         return value
 
     def decide(self) -> int | None:
-        """Admit (return the view read, None without a request limit) or raise.
-
-        A rejection gives the reservations back, so it leaves every count as it
-        was; an admission in write-then-check keeps them, for the tracker
-        registration to take over.
-        """
+        """Admit (return the view read, None without a request limit) or raise. A rejection
+        gives the reservations back; a write-then-check admission keeps them, for the
+        tracker registration to take over."""
         self._check_step(deciding=True)
-        controller = self._controller
+        limit, queued = self._controller.max_num_queued_tokens, self._token_state.view
         try:
             view = self._pass_request_limit()
-            token_limit = controller.max_num_queued_tokens
-            if token_limit is not None:
-                decide_tokens(
-                    controller.token_rule,
-                    self._token_state.view,
-                    self._tokens,
-                    token_limit,
-                    self._tokens_reserved,
-                )
+            if limit is not None:
+                rule = self._controller.token_rule
+                decide_tokens(rule, queued, self._tokens, limit, self._tokens_reserved)
         except BaseException:
             self._close()
             raise
@@ -259,9 +228,8 @@ class AdmissionCheck:
         return view
 
     def _check_step(self, *, deciding: bool) -> None:
-        """The order of the steps, kept under `python -O` (the preconditions say the same
-        with contracts on): a read past the last slot would read a slot that is not there,
-        and a decision on part of the slots would admit on a sum that is not the check's."""
+        """The order of the steps, in both modes: a read past the last slot would read no
+        slot, a decision on part of them would admit on a sum that is not the check's."""
         if not self._open:
             raise RuntimeError(
                 "ADM-CTL-7: the check is still open: this one was decided or abandoned"

@@ -1,22 +1,20 @@
 """Admission control of one API server: `AdmissionController`.
 
-Models `AsyncLLM.check_admission` of `vllm/v1/engine/async_llm.py` (vLLM
-PR #54746); the semantics are stated in `specs/admission.md`, the contracts in
+Models `AsyncLLM.check_admission` of `vllm/v1/engine/async_llm.py` (vLLM PR #54746);
+the semantics are in `specs/admission.md`, the contracts in
 `queueref.admission.contracts.controller`.
 
 Deliberate divergences from vLLM:
 
 * The check is also available step by step (`start_check`), so that models and
-  tests can interleave other servers between two reads (`queueref.admission.check`).
-* write-then-check (`mode="write-then-check"`) is queueref's addition: a hard
-  global cap at the price of spurious rejections. The default check-then-write
-  is vLLM 0.30.0's.
-* Limits are validated at construction (vLLM 0.30.0 validates them in
-  `SchedulerConfig`): negative or non-integer limits are a `ValueError`.
-* With shared stats the token limit is shared (`token_scope="shared"`): a second
-  pass reads counter 1 of every slot. vLLM 0.30.0 compares the process's own
-  `get_num_queued_tokens()`: `token_scope="local"`. The rule is vLLM 0.30.0's
-  `>=` unless `token_rule="fits"`; write-then-check reserves the tokens too.
+  tests can interleave other servers between two reads.
+* write-then-check is queueref's addition: a hard global cap at the price of
+  spurious rejections. The default check-then-write is vLLM 0.30.0's.
+* Limits are validated here (vLLM 0.30.0: in `SchedulerConfig`).
+* With shared stats the token limit is shared (`token_scope="shared"`: a second pass
+  reads counter 1 of every slot); vLLM 0.30.0 compares the process's own
+  `get_num_queued_tokens()`, `token_scope="local"`. The rule is vLLM 0.30.0's `>=`
+  unless `token_rule="fits"`; write-then-check reserves the tokens too.
 """
 
 from __future__ import annotations
@@ -72,12 +70,10 @@ def resolve_token_scope(
 class AdmissionController:
     """Per-server admission control: `check_admission(n)` admits or raises.
 
-    `mode="check-then-write"` (default) is vLLM 0.30.0's protocol: read the count
-    (the global sum of the shared slots, or the local unfinished count), admit
-    iff `count + n <= max_num_queued_reqs`; the caller's tracker registration
-    then writes the own slot. `mode="write-then-check"`: add `n` to the own slot
-    first, read, keep the reservation iff the sum read is `<= max_num_queued_reqs`,
-    else write it back and reject.
+    check-then-write (vLLM 0.30.0's, the default) reads the count (the sum of the shared
+    slots, or the local count) and admits iff `count + n <= max_num_queued_reqs`; the
+    tracker registration then writes the own slot. write-then-check adds `n` to the own
+    slot first and keeps it iff the sum read is `<= max_num_queued_reqs`.
     """
 
     def __init__(
@@ -103,8 +99,8 @@ class AdmissionController:
         if scope == "shared":
             # ADM-TOK-6: the shared check reads counter 1, so the own tracker must write it.
             self._tracker.share_tokens()
-        # What every check writes and reads, fixed here (the hot path). The local
-        # scope keeps vLLM 0.30.0's per-process token rule in every mode.
+        # What every check writes and reads, fixed here (the hot path); the local token
+        # scope keeps vLLM 0.30.0's per-process rule in every mode.
         write_first = self._protocol is _WRITE_THEN_CHECK
         self._reserves = write_first and max_num_queued_reqs is not None
         self._reserves_tokens = write_first and max_num_queued_tokens is not None
@@ -191,9 +187,8 @@ class AdmissionController:
         return self._read_tokens()
 
     def start_check(self, n: int = 1, num_prompt_tokens: int = 1) -> AdmissionCheck:
-        """Start a check of `n` samples of a prompt of `num_prompt_tokens` tokens, to take
-        one read at a time. The request adds `n * num_prompt_tokens` queued tokens
-        (vLLM 0.30.0: each child is prefilling with the prompt's length)."""
+        """Start a check of `n` samples of a `num_prompt_tokens` prompt, to read one slot at
+        a time; it adds `n * num_prompt_tokens` tokens (vLLM 0.30.0: each child prefills)."""
         tokens = n * num_prompt_tokens
         reserve(self._tracker, n, tokens, self._reserves, self._reserves_tokens)
         return AdmissionCheck(
@@ -207,38 +202,29 @@ class AdmissionController:
         )
 
     def check_admission(self, n: int = 1, num_prompt_tokens: int = 1) -> int | None:
-        """Admit a request of `n` parallel samples or raise `AdmissionRejected`.
-
-        Returns the count the check read (None without a request limit). Raises
-        `QueueOverflowError` when the request limit would be exceeded, then
-        `MaxQueuedTokensError` when the queued prompt tokens fail the token rule;
-        a rejection changes no count. The cap is approximate in check-then-write:
-        check and write are not atomic across servers. In write-then-check an
-        admission leaves its reservations in the own slot: register the request
-        with the tracker (which takes them over) or call `cancel_admission`.
-
-        The steps of `start_check`, `read_next` until `done` and `decide`, each pass
-        read at once.
-        """
+        """Admit a request of `n` parallel samples (return the count read, None without a
+        request limit) or raise `QueueOverflowError`, then `MaxQueuedTokensError`; a
+        rejection changes no count. The steps of `start_check`, `read_next` until `done`
+        and `decide`, each pass read at once. A write-then-check admission leaves its
+        reservations in the own slot for the tracker registration (or `cancel_admission`)."""
         if type(n) is not int or type(num_prompt_tokens) is not int:
-            return self._check_step_by_step(n, num_prompt_tokens)  # ints and more
+            return self._check_step_by_step(n, num_prompt_tokens)  # int subclasses, or refused
         if n < 1 or num_prompt_tokens < 0:
             return self._check_step_by_step(n, num_prompt_tokens)  # refused by its preconditions
-        tracker, tokens = self._tracker, n * num_prompt_tokens
         reserved, tokens_reserved = self._reserves, self._reserves_tokens
+        tokens = n * num_prompt_tokens
         if reserved or tokens_reserved:
-            reserve(tracker, n, tokens, reserved, tokens_reserved)
+            reserve(self._tracker, n, tokens, reserved, tokens_reserved)
         try:
             view = limit = self._max_num_queued_reqs
             if limit is not None:
                 view = self._read_requests()
                 decide_requests(self._protocol, view, n, limit)
-            token_limit = self._max_num_queued_tokens
-            if token_limit is not None:
-                queued = self._read_tokens()
-                decide_tokens(self._token_rule, queued, tokens, token_limit, tokens_reserved)
+            limit = self._max_num_queued_tokens
+            if limit is not None:
+                decide_tokens(self._token_rule, self._read_tokens(), tokens, limit, tokens_reserved)
         except BaseException:
-            give_back(tracker, n, tokens, reserved, tokens_reserved)
+            give_back(self._tracker, n, tokens, reserved, tokens_reserved)
             raise
         return view
 

@@ -1,16 +1,11 @@
 """The admission protocols as pure step functions: one transition system.
 
-Every place that decides an admission -- `AdmissionController`, the
-Hypothesis machine of the admission tests, the exhaustive explorer and the
-CrossHair obligations in `proofs/` -- is written with these functions, so the
-models and the implementation take the same steps.
-
-A server's check reads the shared slots one at a time, in index order; other
-servers may act between any two reads. The view it accumulates is therefore a
-sum of reads made at different moments, not a snapshot.
-
-The protocols, each with one name (the value of `Protocol`), used by the
-API, the CLI, the trace checker and the reports:
+Every place that decides an admission -- `AdmissionController`, the Hypothesis
+machine, the exhaustive explorer and the CrossHair obligations in `proofs/` -- is
+written with these functions, so the models and the implementation take the same
+steps. A check reads the shared slots one at a time, in index order; other servers
+may act between any two reads, so the view is a sum of reads made at different
+moments, not a snapshot. The protocols, each with one name (the value of `Protocol`):
 
 * `check-then-write` (vLLM 0.30.0's, the default): read every slot, admit a request
   of weight `n` iff `view + n <= cap`, then write the new count to the own slot.
@@ -43,15 +38,7 @@ class Protocol(StrEnum):
 
 
 def parse_protocol(name: object, allowed: Iterable[Protocol] = tuple(Protocol)) -> Protocol:
-    """The protocol `name` names, one of `allowed`; `ValueError` naming the choices.
-
-    >>> parse_protocol("write-then-check") is Protocol.WRITE_THEN_CHECK
-    True
-    >>> parse_protocol("fast")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    ValueError: unknown admission protocol 'fast': expected one of check-then-write, ...
-    """
+    """The protocol `name` names, one of `allowed`; `ValueError` naming the choices."""
     chosen = tuple(allowed)
     names = {p.value: p for p in chosen}
     # E2E-CLI-5: a protocol is typed by its name, nothing else.
@@ -62,25 +49,15 @@ def parse_protocol(name: object, allowed: Iterable[Protocol] = tuple(Protocol)) 
 
 
 def overshoot_bound(num_servers: int, max_num_queued_reqs: int, max_n: int) -> int:
-    """The most check-then-write ever admits: `M + (N - 1) * min(M, W)`.
-
-    N servers, a cap M, requests of weight at most W.
-
-    >>> overshoot_bound(3, 4, 2)
-    8
-    """
+    """The most check-then-write ever admits: `M + (N - 1) * min(M, W)` for N servers, a
+    cap M and requests of weight at most W."""
     return max_num_queued_reqs + (num_servers - 1) * min(max_num_queued_reqs, max_n)
 
 
 def bound(protocol: Protocol, num_servers: int, max_num_queued_reqs: int, max_n: int) -> int:
-    """The worst global count of `protocol`: the one definition every other place calls.
-
-    check-then-write: `overshoot_bound`; write-then-check and locked: the cap
-    M itself (admitted requests); local: `N * M` (each server caps only itself).
-
-    >>> [bound(p, 3, 4, 2) for p in Protocol]
-    [8, 4, 4, 12]
-    """
+    """The worst global count of `protocol`, the one definition every other place calls:
+    check-then-write `overshoot_bound`; write-then-check and locked the cap M itself;
+    local `N * M` (each server caps only itself)."""
     protocol = parse_protocol(protocol)
     if protocol is Protocol.CHECK_THEN_WRITE:
         return overshoot_bound(num_servers, max_num_queued_reqs, max_n)
@@ -96,11 +73,8 @@ def accumulate(view: int, slot_value: int) -> int:
 
 # ADM-CTL-11: the fold of a one-pass read.
 def _read_all(view: int, slot_values: list[int]) -> int:
-    """A whole pass at once: `accumulate` folded over the values, in index order.
-
-    `accumulate` is addition, so this is the view after reading one slot after the
-    other; the one-pass read over a C-level buffer uses it.
-    """
+    """A whole pass at once: `accumulate` (addition) folded over the values, in index
+    order: the view after reading one slot after the other."""
     return view + sum(slot_values)
 
 
@@ -128,26 +102,17 @@ _WRITE_THEN_CHECK: Final = Protocol.WRITE_THEN_CHECK
 
 
 def admits_tokens(rule: TokenRule, view: int, tokens: int, limit: int) -> bool:
-    """The token decision of check-then-write, from the queued tokens the check read.
-
-    `tokens` is what the request adds (n samples of a prompt of p tokens add n*p).
-
-    >>> admits_tokens(TokenRule.GE, 99, 500, 100), admits_tokens(TokenRule.GE, 100, 1, 100)
-    (True, False)
-    >>> admits_tokens(TokenRule.FITS, 90, 10, 100), admits_tokens(TokenRule.FITS, 91, 10, 100)
-    (True, False)
-    """
+    """The token decision of check-then-write, from the queued tokens the check read;
+    `tokens` is what the request adds (n samples of a prompt of p tokens add n*p)."""
     if rule is _GE or TokenRule(rule) is _GE:  # the first test spares the enum call
         return view < limit
     return admits_check_then_write(view, tokens, limit)
 
 
 def admits(protocol: Protocol, view: int, n: int, cap: int) -> bool:
-    """The decision step of a protocol, from the view the check read.
-
-    write-then-check keeps its reservation; every other protocol decides as
-    check-then-write (locked and local differ in what they read, not in the rule).
-    """
+    """The decision step of a protocol, from the view the check read: write-then-check
+    keeps its reservation; every other protocol decides as check-then-write (locked and
+    local differ in what they read, not in the rule)."""
     if protocol is _WRITE_THEN_CHECK:
         return keeps_reservation(view, cap)
     return admits_check_then_write(view, n, cap)

@@ -33,11 +33,8 @@ CONFIG_KEY: Final = "mp_admission_counters"
 
 
 class AdmissionCounterBuffer(Protocol):
-    """What a counter buffer must offer: integer reads and writes by index.
-
-    A `multiprocessing.RawArray("q", ...)` in production, a list in tests, or
-    any object whose `__getitem__` calls back between reads (trace replay).
-    """
+    """Integer reads and writes by index: a `RawArray("q", ...)` in production, a list in
+    tests, any object whose `__getitem__` calls back between reads (trace replay)."""
 
     def __getitem__(self, index: int, /) -> int: ...
 
@@ -71,13 +68,10 @@ def _corrupt(slot: int, counter: int, value: object) -> AdmissionCounterError:
 class SharedAdmissionStats:
     """Lock-free admission counters shared by the API server processes.
 
-    Server `i` owns slot `i`: counters `i * COUNTERS_PER_SLOT` to
-    `(i + 1) * COUNTERS_PER_SLOT - 1`, one 64-byte cache line, so that two
-    servers' writes never invalidate each other's line (false sharing).
-    Counter 0 of a slot is the server's unfinished-request count; counter 1
-    holds its queued prompt tokens when the tokens are shared (else it
-    stays 0). A server writes only its own slot; a reader sums
-    counter 0 (or counter 1) of every slot, one slot at a time.
+    Server `i` owns slot `i`, one 64-byte cache line of counters, so that two servers'
+    writes never invalidate each other's line (false sharing). Counter 0 of a slot is
+    the server's unfinished-request count, counter 1 its queued prompt tokens when they
+    are shared. A server writes only its own slot; a reader sums one counter of every slot.
     """
 
     # ADM-STATS-4: no lock -- one writer per slot, each slot its own cache line.
@@ -112,13 +106,9 @@ class SharedAdmissionStats:
         return self._reads_in_one_pass
 
     def pass_reader(self, counter: int) -> Callable[[], int]:
-        """The read of one whole pass: counter `counter` of every slot, summed.
-
-        Made once per counter when the stats are made, for the check of every
-        request. In index order, folded by `protocol._read_all`; a negative value
-        raises `AdmissionCounterError` naming the first such slot. Not a snapshot:
-        other servers may write between two reads.
-        """
+        """The read of one whole pass (made with the stats): counter `counter` of every
+        slot in index order, folded by `protocol._read_all`; a negative value raises
+        `AdmissionCounterError` naming the first such slot. Not a snapshot."""
         return self._pass_readers[counter]
 
     def _make_pass_reader(self, counter: int) -> Callable[[], int]:
@@ -215,13 +205,8 @@ class SharedAdmissionStats:
 def allocate_admission_counters(
     num_servers: int, max_num_queued_reqs: int | None, max_num_queued_tokens: int | None = None
 ) -> Any:
-    """The shared counter array of `num_servers` servers, or None.
-
-    A zeroed `multiprocessing.RawArray("q", num_counters(num_servers))` (8-byte
-    signed counters, no lock: each server writes only its own slot) when there
-    are several servers and a request or a token limit; otherwise None, and
-    then no shared-memory path runs at all.
-    """
+    """A zeroed `RawArray("q", num_counters(num_servers))` (no lock: each server writes
+    only its own slot) for several servers and a limit; else None (no shared memory)."""
     if num_servers == 1 or (max_num_queued_reqs is None and max_num_queued_tokens is None):
         return None
     context = multiprocessing.get_context("spawn")

@@ -1,31 +1,24 @@
 """Per-server bookkeeping of unfinished requests (vLLM's `OutputProcessor` role).
 
-Models the request bookkeeping of `vllm/v1/engine/output_processor.py`
-(`OutputProcessor.add_request`, `abort_requests`, `_finish_request`,
-`get_num_unfinished_requests`, `get_num_queued_tokens`,
-`_update_admission_stats`) and the fan-out of parallel sampling in
-`vllm/v1/engine/async_llm.py` / `vllm/v1/engine/parallel_sampling.py`.
+Models the request bookkeeping of `vllm/v1/engine/output_processor.py` (`add_request`,
+`abort_requests`, `_finish_request`, `get_num_unfinished_requests`,
+`get_num_queued_tokens`, `_update_admission_stats`) and the fan-out of parallel
+sampling in `vllm/v1/engine/async_llm.py` / `parallel_sampling.py`.
 
 Deliberate divergences from vLLM:
 
-* `add` registers all `n` children of a parallel-sampling request in one call,
-  all or nothing; vLLM 0.30.0 registers them one at a time with an
-  `await` between two children, which lets a second check pass in between
+* `add` registers all `n` children of a request in one call, all or nothing; vLLM
+  0.30.0 awaits between two children, which lets a second check pass in between
   (vLLM 0.33.0 registers them all before its first `await`, as here).
-* Ids are checked: an id already tracked (as a request or as a parent) is a
-  `ValueError` and nothing changes; vLLM 0.30.0 treats a known id as a streaming
-  update. Streaming input is not modelled.
-* There is no separate external-id map: the external id is the request id,
-  which names the request (n == 1) or the parent of its children (n > 1).
-* The slot refresh writes `unfinished + reserved`, where `reserved` counts the
-  write-then-check reservations (`mode="write-then-check"`); vLLM 0.30.0 has
-  no reservations, so the slot is just the unfinished count there too.
+* An id already tracked (as a request or a parent) is a `ValueError`; vLLM 0.30.0
+  treats it as a streaming update. Streaming input is not modelled.
+* No external-id map: the request id names the request (n == 1) or the parent.
+* The slot holds `unfinished + reserved`, `reserved` counting the write-then-check
+  reservations (vLLM 0.30.0 has none: the slot is the unfinished count there too).
 * `finish` of an unknown id is a `KeyError` (vLLM 0.30.0's `_finish_request` is
   private and only called on known states).
-* With `share_tokens` the tracker also writes its queued prompt tokens (plus
-  token reservations) to counter 1 of its slot after `add`, `prefill_done`,
-  `finish` and `abort`; vLLM 0.30.0 keeps the token count in the
-  process (`get_num_queued_tokens`) and writes no counter 1.
+* With `share_tokens` counter 1 of the slot holds the queued prompt tokens (plus
+  token reservations); vLLM 0.30.0 keeps them in the process and writes no counter 1.
 """
 
 from __future__ import annotations
@@ -58,35 +51,28 @@ class _RequestState:
     is_prefilling: bool = True
 
 
+# O(1) reads of the fields for the check: a public method would run the invariants.
 def tracker_counts(tracker: RequestTracker) -> tuple[int, int, int, int]:
-    """Unfinished requests, reservations, queued tokens and token reservations, in O(1):
-    from the fields, as the public readers run the invariants (10x the admission check)."""
+    """Unfinished requests, reservations, queued tokens and token reservations."""
     return len(tracker._states), tracker._reserved, tracker._queued_tokens, tracker._reserved_tokens
 
 
 def own_slot_count(tracker: RequestTracker) -> int:
-    """What counter 0 of the own slot holds: unfinished requests plus reservations (the
-    local count a check without shared stats reads). O(1) from the fields: a public
-    method would run the class invariants on every check, contracts on."""
+    """Counter 0 of the own slot: unfinished requests plus reservations (the local count
+    a check without shared stats reads)."""
     return len(tracker._states) + tracker._reserved
 
 
 def own_slot_tokens(tracker: RequestTracker) -> int:
-    """What counter 1 of the own slot holds when shared: queued tokens plus token
-    reservations (the own tokens the local token check reads). O(1), like
-    `own_slot_count`."""
+    """Counter 1 of the own slot when shared: queued tokens plus token reservations (the
+    own tokens the local token check reads)."""
     return tracker._queued_tokens + tracker._reserved_tokens
 
 
 class RequestTracker:
-    """The unfinished requests of one API server, and its slot refresh.
-
-    The slot of the server is refreshed at exactly three exits -- `add`,
-    `abort` and `finish` -- plus the reservation writes of write-then-check
-    (`reserve`, `release_reservation`). Without shared stats nothing is
-    written anywhere. With `share_tokens=True` (or after `share_tokens()`)
-    counter 1 of the slot holds the queued prompt tokens too.
-    """
+    """The unfinished requests of one API server, and its slot refresh: at exactly three
+    exits (`add`, `abort`, `finish`) plus the reservation writes of write-then-check.
+    With `share_tokens` counter 1 of the slot holds the queued prompt tokens too."""
 
     def __init__(
         self, shared_stats: SharedAdmissionStats | None = None, *, share_tokens: bool = False
@@ -113,8 +99,6 @@ class RequestTracker:
 
     def share_tokens(self) -> None:
         """From now on write the queued tokens to counter 1 of the own slot; writes it now."""
-        if self._stats is None:
-            raise ValueError("ADM-TOK-1: a tracker without shared stats cannot share its tokens")
         self._shares_tokens = True
         self._refresh_tokens()
 
@@ -180,14 +164,9 @@ class RequestTracker:
             raise ValueError(f"ADM-TRK-1: ids already tracked: {sorted(taken)}")
 
     def add(self, request_id: str, n: int = 1, num_prompt_tokens: int = 1) -> list[str]:
-        """Register a request of `n` parallel samples, all or nothing.
-
-        Returns the internal ids: `[request_id]` for n == 1, otherwise the
-        children `0_<id>` .. `<n-1>_<id>` under the parent `request_id`. Each
-        is in prefill with `num_prompt_tokens` prompt tokens. Up to `n`
-        outstanding reservations become the real count, then the
-        slot is refreshed. Nothing changes when it raises.
-        """
+        """Register a request of `n` parallel samples, all or nothing; return its internal
+        ids (`[request_id]`, or the children `0_<id>` .. `<n-1>_<id>`), each in prefill
+        with `num_prompt_tokens` tokens. Up to `n` reservations become the real count."""
         self.check_new_request(request_id, n, num_prompt_tokens)
         ids = child_request_ids(request_id, n)
         parent_id = request_id if n > 1 else None
@@ -214,12 +193,9 @@ class RequestTracker:
                 del self._parents[state.parent_id]
 
     def abort(self, request_ids: str | Iterable[str]) -> list[str]:
-        """Abort requests; a parent id cascades to its remaining children.
-
-        Accepts one id or several, each an internal id or a parent id; unknown
-        ids are ignored (as vLLM 0.30.0). Returns the internal ids ended, then
-        refreshes the slot, even when nothing was aborted.
-        """
+        """Abort one id or several (a parent cascades to its remaining children; unknown
+        ids are ignored, as vLLM 0.30.0); return the internal ids ended. The slot is
+        refreshed, even when nothing was aborted."""
         wanted = [request_ids] if isinstance(request_ids, str) else list(request_ids)
         for request_id in wanted:  # validate all first: a bad id must change nothing
             if not isinstance(request_id, str):
@@ -234,21 +210,13 @@ class RequestTracker:
 
     def finish(self, request_id: str) -> None:
         """An internal request finished normally; the slot is refreshed."""
-        if request_id not in self._states:
-            raise KeyError(f"ADM-TRK-3: unknown request {request_id!r}")
         self._drop(request_id)
         self._refresh()
 
     def prefill_done(self, request_id: str) -> None:
-        """The first output arrived: the request's prompt no longer queues.
-
-        Not one of the three exits: counter 0 is not written. With shared tokens
-        counter 1 is. A request already out of prefill is left as it
-        is (vLLM 0.30.0 clears `is_prefilling` on every output); an unknown id is
-        a `KeyError` and nothing changes.
-        """
-        if request_id not in self._states:
-            raise KeyError(f"ADM-TRK-4: unknown request {request_id!r}")
+        """The first output arrived: the prompt no longer queues. Not an exit: counter 0 is
+        not written (counter 1 is, when shared). Again is a no-op (vLLM 0.30.0 clears
+        `is_prefilling` on every output)."""
         state = self._states[request_id]
         if state.is_prefilling:
             state.is_prefilling = False
@@ -256,10 +224,7 @@ class RequestTracker:
         self._refresh_tokens()
 
     def prefill_tokens(self, request_id: str) -> int:
-        """The tokens `prefill_done(request_id)` takes out of the count (0 if out of prefill).
-
-        :raises KeyError: an unknown internal id
-        """
+        """The tokens `prefill_done(request_id)` takes out of the count (0 if out of prefill)."""
         state = self._states.get(request_id)
         if state is None:
             raise KeyError(f"ADM-TRK-4: unknown request {request_id!r}")
@@ -267,32 +232,20 @@ class RequestTracker:
 
     def reserve(self, n: int) -> None:
         """Add `n` to the own slot before reading it: write-then-check."""
-        if not is_int_at_least(n, 1):
-            raise ValueError(f"ADM-CTL-2: n must be an int >= 1, got {n!r}")
         self._reserved += n
         self._refresh()
 
     def release_reservation(self, n: int) -> None:
         """Write a reservation back: the rollback of a rejected check."""
-        if not is_int_at_least(n, 1) or n > self._reserved:
-            raise ValueError(
-                f"ADM-TRK-7: cannot give back {n!r} of {self._reserved} reserved slots"
-            )
         self._reserved -= n
         self._refresh()
 
     def reserve_tokens(self, tokens: int) -> None:
         """Add `tokens` to counter 1 of the own slot before reading: write-then-check."""
-        if not is_int_at_least(tokens, 0):
-            raise ValueError(f"ADM-TOK-5: tokens must be an int >= 0, got {tokens!r}")
         self._reserved_tokens += tokens
         self._refresh_tokens()
 
     def release_token_reservation(self, tokens: int) -> None:
         """Write a token reservation back: the rollback of a rejected check."""
-        if not is_int_at_least(tokens, 0) or tokens > self._reserved_tokens:
-            raise ValueError(
-                f"ADM-TOK-5: cannot give back {tokens!r} of {self._reserved_tokens} reserved tokens"
-            )
         self._reserved_tokens -= tokens
         self._refresh_tokens()

@@ -1,6 +1,8 @@
 """The contracts of `AdmissionCheck`, declared beside it and attached when
-`queueref.admission` is imported (`queueref.admission.contracts`): the order of the
-steps. The same order is kept under `python -O` by the check's own `_check_step`.
+`queueref.admission` is imported (`queueref.admission.contracts`): what one step
+does. The order of the steps (a read only while a slot is left, a decision only
+after the last one, nothing after a close) is declared once, in the check's own
+`_check_step`, and holds under `python -O` too.
 """
 
 from __future__ import annotations
@@ -12,12 +14,6 @@ from queueref.preconditions import install, original
 
 
 @install(AdmissionCheck)
-@icontract.require(
-    lambda self: self.is_open, "ADM-CTL-7: the check is still open", error=RuntimeError
-)
-@icontract.require(
-    lambda self: not self.done, "ADM-CTL-7: a slot is left to read", error=RuntimeError
-)
 @icontract.snapshot(lambda self: self.reads, name="reads")
 @icontract.ensure(
     lambda self, OLD: self.reads == OLD.reads + 1,
@@ -28,14 +24,6 @@ def read_next() -> None: ...
 
 
 @install(AdmissionCheck)
-@icontract.require(
-    lambda self: self.is_open, "ADM-CTL-7: the check is still open", error=RuntimeError
-)
-@icontract.require(
-    lambda self: self.done,
-    "ADM-CTL-7: decide only after every slot is read",
-    error=RuntimeError,
-)
 @icontract.ensure(lambda self: not self.is_open, "ADM-CTL-7: a decided check is closed")
 @original(AdmissionCheck)
 def decide() -> None: ...

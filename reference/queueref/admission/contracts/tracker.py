@@ -16,7 +16,7 @@ from queueref import config
 from queueref.admission import tracker as tracker_module
 from queueref.admission.contracts.shared_stats import is_private_buffer
 from queueref.admission.tracker import child_request_ids
-from queueref.preconditions import install, original
+from queueref.preconditions import install, original, require
 from queueref.validators import is_int_at_least
 
 __all__ = ["consistent"]
@@ -66,10 +66,9 @@ def _own_tokens_current(tracker: tracker_module.RequestTracker) -> bool:
 
 
 @install(tracker_module.RequestTracker)
-@icontract.require(
+@require(
     lambda self: self.shared_stats is not None,
     "ADM-TOK-1: only a tracker with shared stats can share its tokens",
-    error=ValueError,
 )
 @icontract.ensure(lambda self: self.shares_tokens, "ADM-TOK-1: the tokens are shared")
 @icontract.ensure(
@@ -134,10 +133,10 @@ def abort() -> None: ...
 
 
 @install(tracker_module.RequestTracker)
-@icontract.require(
+@require(
     lambda self, request_id: request_id in self._states,
     "ADM-TRK-3: only a tracked internal request can finish",
-    error=lambda request_id: KeyError(f"ADM-TRK-3: unknown request {request_id!r}"),
+    error=KeyError,
 )
 @icontract.snapshot(lambda self: self.get_num_unfinished_requests(), name="unfinished")
 @icontract.ensure(
@@ -153,10 +152,10 @@ def finish() -> None: ...
 
 
 @install(tracker_module.RequestTracker)
-@icontract.require(
+@require(
     lambda self, request_id: request_id in self._states,
     "ADM-TRK-4: only a tracked internal request leaves prefill",
-    error=lambda request_id: KeyError(f"ADM-TRK-4: unknown request {request_id!r}"),
+    error=KeyError,
 )
 @icontract.snapshot(lambda self: self.get_num_unfinished_requests(), name="unfinished")
 @icontract.snapshot(lambda self: self.get_num_queued_tokens(), name="tokens")
@@ -177,7 +176,7 @@ def prefill_done() -> None: ...
 
 
 @install(tracker_module.RequestTracker)
-@icontract.require(lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1", error=ValueError)
+@require(lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1")
 @icontract.snapshot(lambda self: self.num_reserved, name="reserved")
 @icontract.ensure(
     lambda self, n, OLD: self.num_reserved == OLD.reserved + n,
@@ -189,11 +188,10 @@ def reserve() -> None: ...
 
 
 @install(tracker_module.RequestTracker)
-@icontract.require(lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1", error=ValueError)
-@icontract.require(
-    lambda self, n: n <= self.num_reserved,
+@require(lambda n: is_int_at_least(n, 1), "ADM-CTL-2: n is an int >= 1")
+@require(
+    lambda self, n: not is_int_at_least(n, 1) or n <= self.num_reserved,
     "ADM-TRK-7: only a held reservation can be given back",
-    error=ValueError,
 )
 @icontract.snapshot(lambda self: self.num_reserved, name="reserved")
 @icontract.ensure(
@@ -206,10 +204,9 @@ def release_reservation() -> None: ...
 
 
 @install(tracker_module.RequestTracker)
-@icontract.require(
+@require(
     lambda tokens: is_int_at_least(tokens, 0),
     "ADM-TOK-5: a token reservation is an int >= 0",
-    error=ValueError,
 )
 @icontract.snapshot(lambda self: self.num_reserved_tokens, name="reserved")
 @icontract.ensure(
@@ -224,15 +221,13 @@ def reserve_tokens() -> None: ...
 
 
 @install(tracker_module.RequestTracker)
-@icontract.require(
+@require(
     lambda tokens: is_int_at_least(tokens, 0),
     "ADM-TOK-5: a token reservation is an int >= 0",
-    error=ValueError,
 )
-@icontract.require(
-    lambda self, tokens: tokens <= self.num_reserved_tokens,
+@require(
+    lambda self, tokens: not is_int_at_least(tokens, 0) or tokens <= self.num_reserved_tokens,
     "ADM-TOK-5: only a held token reservation can be given back",
-    error=ValueError,
 )
 @icontract.snapshot(lambda self: self.num_reserved_tokens, name="reserved")
 @icontract.ensure(
