@@ -145,7 +145,6 @@ _TRACE_CHECK_TESTS = (
     "tests/oracle/test_trace_check.py",
     "tests/oracle/test_check_trace_preflight.py",
     "tests/oracle/test_trace_bounds.py",
-    "tests/oracle/test_trace_replay.py",
     "tests/oracle/test_trace_report.py",
 )
 
