@@ -53,3 +53,20 @@ def test_locate_peak_takes_the_measure_by_name_only() -> None:
     assert peak is not None and (peak.count, peak.line) == (1, 1)
     with pytest.raises(TypeError, match="positional argument"):
         locate_peak(TIED, numbers, None, True)  # type: ignore[call-arg]
+
+
+def test_sweep_order_counts_an_admission_ahead_of_a_departure_tied_at_t() -> None:
+    """ORC-TR-17, ADM-EV-4: under the request measure an admission at `t` counts before a
+    departure at that `t`, whatever order the trace lists them in: "a" finishing at 2.0,
+    listed first, and "b" admitted at 2.0 are both in flight at the peak of 2, reached by
+    "b" at line 3."""
+    trace = [
+        admit(1.0, 0, "a", view=0),
+        AdmissionEvent(2.0, 0, "finish", "a", 1, t_before=1.5),
+        admit(2.0, 0, "b", view=0),
+    ]
+    report = check_admission_trace(trace, 1, 2)
+    assert (report.measure, report.max_in_flight) == ("max_in_flight", 2)
+    assert report.peak is not None
+    assert (report.peak.count, report.peak.line, report.peak.t) == (2, 3, 2.0)
+    assert report.peak.in_flight == (InFlight(0, "a", 1, 1), InFlight(0, "b", 1, 3))
