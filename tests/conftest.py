@@ -22,9 +22,14 @@ os.environ.setdefault("QUEUEREF_DEEP_CHECKS", "1")
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 
-import queueref.config  # noqa: E402
-
-queueref.config.set_deep_checks(os.environ["QUEUEREF_DEEP_CHECKS"] not in ("", "0"))
+# Nothing of queueref is imported here: a package that fails to import must fail
+# tests/package/test_import.py, not every file's collection. `queueref.config` reads
+# the variable when it loads; only when something loaded it before this file is it
+# told now.
+if "queueref.config" in sys.modules:
+    sys.modules["queueref.config"].set_deep_checks(
+        os.environ["QUEUEREF_DEEP_CHECKS"] not in ("", "0")
+    )
 
 _common: dict[str, Any] = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", max_examples=60, derandomize=True, database=None, **_common)

@@ -135,6 +135,19 @@ _QUEUE_TESTS = (
     "tests/queues/test_queue_adversarial_requests.py",
 )
 
+#: The trace checker's tests: its modules (check, bounds, replay, report) share them.
+_TRACE_CHECK_TESTS = (
+    "tests/oracle/test_check_trace.py",
+    "tests/oracle/test_check_trace_tokens.py",
+    "tests/oracle/test_check_trace_peak.py",
+    "tests/package/test_validators.py",
+    "tests/admission/test_admission_pins.py",
+    "tests/oracle/test_trace_check.py",
+    "tests/oracle/test_check_trace_preflight.py",
+    "tests/oracle/test_trace_bounds.py",
+    "tests/oracle/test_trace_report.py",
+)
+
 #: The controller's tests; they also pin the step-wise check and the postconditions.
 _CONTROLLER_TESTS = (
     "tests/admission/test_admission.py",
@@ -207,51 +220,19 @@ MODULES: dict[str, Target] = {
     ),
     "oracle/trace_check.py": Target(
         "reference/queueref/oracle/trace_check.py",
-        (
-            "tests/oracle/test_check_trace.py",
-            "tests/oracle/test_check_trace_tokens.py",
-            "tests/oracle/test_check_trace_peak.py",
-            "tests/package/test_validators.py",
-            "tests/admission/test_admission_pins.py",
-            "tests/oracle/test_trace_check.py",
-            "tests/oracle/test_check_trace_preflight.py",
-        ),
+        _TRACE_CHECK_TESTS,
     ),
     "oracle/trace_bounds.py": Target(
         "reference/queueref/oracle/trace_bounds.py",
-        (
-            "tests/oracle/test_check_trace.py",
-            "tests/oracle/test_check_trace_tokens.py",
-            "tests/oracle/test_check_trace_peak.py",
-            "tests/package/test_validators.py",
-            "tests/admission/test_admission_pins.py",
-            "tests/oracle/test_trace_check.py",
-            "tests/oracle/test_check_trace_preflight.py",
-        ),
+        _TRACE_CHECK_TESTS,
     ),
     "oracle/trace_replay.py": Target(
         "reference/queueref/oracle/trace_replay.py",
-        (
-            "tests/oracle/test_check_trace.py",
-            "tests/oracle/test_check_trace_tokens.py",
-            "tests/oracle/test_check_trace_peak.py",
-            "tests/package/test_validators.py",
-            "tests/admission/test_admission_pins.py",
-            "tests/oracle/test_trace_check.py",
-            "tests/oracle/test_check_trace_preflight.py",
-        ),
+        _TRACE_CHECK_TESTS,
     ),
     "oracle/trace_report.py": Target(
         "reference/queueref/oracle/trace_report.py",
-        (
-            "tests/oracle/test_check_trace.py",
-            "tests/oracle/test_check_trace_tokens.py",
-            "tests/oracle/test_check_trace_peak.py",
-            "tests/package/test_validators.py",
-            "tests/admission/test_admission_pins.py",
-            "tests/oracle/test_trace_check.py",
-            "tests/oracle/test_check_trace_preflight.py",
-        ),
+        _TRACE_CHECK_TESTS,
     ),
     "trace/files.py": Target(
         "reference/queueref/trace/files.py",
@@ -278,6 +259,11 @@ for _name in ("shared_stats", "contracts/shared_stats"):
 MODULES["admission/contracts/tracker.py"] = Target(
     "reference/queueref/admission/contracts/tracker.py", MODULES["admission/tracker.py"].tests
 )
+#: A mutant that makes a module raise while it loads breaks the collection of every test
+#: file that imports queueref (an error, never a kill); this test imports nothing of it and
+#: fails in a child Python that imports the package and each module.
+IMPORT_TEST = "tests/package/test_import.py"
+MODULES = {name: Target(t.path, (*t.tests, IMPORT_TEST)) for name, t in MODULES.items()}
 
 
 @dataclass(frozen=True)

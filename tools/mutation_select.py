@@ -18,6 +18,10 @@ executed any line of that statement unmutated (`--map`, written once per module 
 * the decorators of a def nested in a function (`@functools.wraps(func)` on a wrapper):
   they run when the enclosing function runs, so the tests that execute those lines,
   all of them when that happens at import.
+* a mutant that does not compile (an operator made a syntax error: `*,` -> `+,` in a
+  signature): the module no longer imports, which every test sees, wherever the line is:
+  all the module's tests run (`tests/package/test_import.py` fails for it; the files
+  that import the module fail to collect and are set aside).
 
     python tools/mutation_select.py --map M.json --pristine P.py --module path.py \
         [--log progress.log] -- python -m pytest -x -q ...
@@ -71,7 +75,7 @@ _COLLECTION_ERROR = re.compile(r"ERROR collecting (\S+?\.py)\b")
 class Selection:
     """The tests to run against one mutant and why."""
 
-    reason: str  # covered | import | decorator | uncovered
+    reason: str  # covered | import | syntax | decorator | uncovered
     tests: tuple[str, ...]  # node ids, fastest first
     span: tuple[int, int]  # the statement's first and last line
     seconds: float  # the selected tests' unmutated duration
@@ -160,6 +164,15 @@ def decorator_lines(source: str, lines: set[int]) -> tuple[int, int] | None:
     return _decorators_holding(source, lines, nested=False)
 
 
+def compiles(source: str) -> bool:
+    """Whether `source` is valid Python (a mutant may not be: `def f(a, +, b)`)."""
+    try:
+        compile(source, "<mutant>", "exec", dont_inherit=True)
+    except SyntaxError:
+        return False
+    return True
+
+
 def select(coverage: dict[str, Any], original: str, mutated: str) -> Selection:
     """The tests `coverage` (the map of `tools/mutation_coverage.py`) says execute the
     statement the mutant changes, fastest first."""
@@ -169,6 +182,9 @@ def select(coverage: dict[str, Any], original: str, mutated: str) -> Selection:
     if not changed:  # the same text: every test, the mutant cannot be told apart
         return Selection("import", tuple(fastest), (0, 0), sum(tests[t]["seconds"] for t in tests))
     first, last, kind = statement_span(original, changed)
+    if not compiles(mutated):  # the module no longer imports: every test sees it
+        total = sum(tests[t]["seconds"] for t in tests)
+        return Selection("syntax", tuple(fastest), (first, last), total)
     decorators = nested_decorators(original, changed)
     if decorators is not None:  # the tests that run the decorator lines themselves
         (first, last), kind = decorators, "statement"

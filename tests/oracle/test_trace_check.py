@@ -613,6 +613,37 @@ def test_prefills_read_from_a_file_are_counted(tmp_path: Path) -> None:
     )
 
 
+def test_preflight_records_read_from_a_file_are_counted(tmp_path: Path) -> None:
+    """E2E-REN-5, ORC-TR-1: the preflight records of a trace read from its file are
+    counted by kind: each kind is a string parsed from JSON, equal to the kind's name but
+    not the same object, and each is counted."""
+    path = tmp_path / "trace.jsonl"
+    write_jsonl(
+        [
+            AdmissionEvent(1.0, 0, "preflight", "a", 1, view=0),
+            AdmissionEvent(1.1, 0, "admit", "a", 1, view=0),
+            AdmissionEvent(1.2, 0, "reserve", "b", 1, view=1),
+            AdmissionEvent(1.3, 0, "release", "b", 1),
+            AdmissionEvent(1.4, 0, "preflight", "c", 1, view=1),
+            AdmissionEvent(1.5, 0, "reject", "c", 1, view=2),
+            finish(2.0, 0, "a"),
+        ],
+        path,
+    )
+    report = check_admission_trace(path, 1, 2)
+    assert report.violations == ()
+    assert report.counts == {
+        "admit": 1,
+        "reject": 1,
+        "finish": 1,
+        "abort": 0,
+        "preflight": 2,
+        "reserve": 1,
+        "release": 1,
+        "wasted_render": 1,
+    }
+
+
 # -- ORC-TR-1: the arguments that go with the events ------------------------------------
 
 

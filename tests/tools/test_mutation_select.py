@@ -117,6 +117,19 @@ def test_a_mutant_of_a_class_decorator_selects_every_test() -> None:
     assert chosen.tests == ("t.py::test_double", "t.py::test_both", "t.py::test_fits")
 
 
+def test_a_mutant_that_does_not_compile_selects_every_test() -> None:
+    """`*` made `+` in a def: a syntax error, so the module no longer imports and every
+    test sees it, not only those that run the def (they fail to collect; a test that
+    imports the package in a child Python fails). A mutant that compiles does not."""
+    broken = TOY.replace("return 2 * n", "return 2 * * n")
+    assert not select.compiles(broken) and select.compiles(TOY)
+    chosen = select.select(MAP, TOY, broken)
+    assert chosen.reason == "syntax" and chosen.span == (11, 11)
+    assert chosen.tests == ("t.py::test_double", "t.py::test_both", "t.py::test_fits")
+    assert chosen.seconds == 3.5
+    assert select.select(MAP, TOY, TOY.replace("2 * n", "2 / n")).reason == "covered"
+
+
 def test_a_mutant_on_a_line_no_test_executes_is_uncovered() -> None:
     chosen = select.select(MAP, TOY, TOY.replace("n - 1", "n + 1"))
     assert chosen.reason == "uncovered" and chosen.tests == ()
