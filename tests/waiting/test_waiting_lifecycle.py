@@ -502,7 +502,8 @@ class UnorderedName(str):
 
 
 def _a_run_of_every_operation(wq: WaitingQueues) -> list[object]:
-    """enqueue (ready and blocked), a step, preempt, finish and abort: what each left."""
+    """enqueue (ready and blocked), a selection, a step, preempt, finish and abort:
+    what each left."""
     seen: list[object] = []
 
     def observe() -> None:
@@ -522,6 +523,7 @@ def _a_run_of_every_operation(wq: WaitingQueues) -> list[object]:
             request.status = status
         wq.enqueue(request)
         observe()
+    seen.append(ids_of(wq.select_waiting_queue() or []))
     seen.append(ids_of(wq.schedule_step(lambda r: RUN, max_running=3)))
     observe()
     seen.append(wq.preempt().request_id)
@@ -530,6 +532,7 @@ def _a_run_of_every_operation(wq: WaitingQueues) -> list[object]:
     observe()
     seen.append(ids_of(wq.abort(["k", "d"])))
     observe()
+    seen.append(repr(wq))
     return seen
 
 
@@ -538,10 +541,11 @@ def test_layout_is_told_apart_by_equality_only(layout: str) -> None:
     """WL-LAY-1: a layout is a name: the lifecycle tells the layouts apart by `==` and
     never orders them ("vllm-0.30" happens to be the least, which a `<=` or a `>`
     in place of `==` or `!=` would lean on). A `WaitingQueues` given its layout as a
-    str that refuses ordering goes through enqueue, a step, preempt, finish and abort
-    (each with its contracts) exactly as one given the plain name."""
+    str that refuses ordering goes through enqueue, the selection of a queue, a step,
+    preempt, finish and abort (each with its contracts) exactly as one given the plain
+    name, and is shown alike."""
     plain = WaitingQueues("priority", layout=layout)
     named = WaitingQueues("priority", layout=UnorderedName(layout))
     expected = _a_run_of_every_operation(plain)
-    assert expected[4] == ["c", "a", "d"] and expected[6] == "d"  # a step ran, d preempted
+    assert expected[5] == ["c", "a", "d"] and expected[7] == "d"  # a step ran, d preempted
     assert _a_run_of_every_operation(named) == expected
