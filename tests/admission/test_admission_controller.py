@@ -421,3 +421,21 @@ def test_adm_tok_6_a_scope_spelled_at_run_time_is_resolved_by_its_value(scope: s
     spelled = "".join(list(scope))
     assert spelled == scope and spelled is not scope
     assert resolve_token_scope(spelled, object(), 10) == scope
+
+
+class _Unordered(str):
+    """A scope name equal to the literal but refusing every order comparison."""
+
+    def __lt__(self, other: object) -> bool:
+        raise TypeError("a scope has no order")
+
+    __le__ = __gt__ = __ge__ = __lt__
+
+
+@pytest.mark.parametrize("scope", ["shared", "local"])
+def test_adm_tok_6_a_scope_is_told_apart_by_equality_only(scope: str) -> None:
+    """ADM-TOK-6: a scope is read by `==` alone: a name that refuses to be ordered still
+    builds the controller it names, and its checks read what that scope reads."""
+    server = _three_servers(max_num_queued_tokens=50, token_scope=_Unordered(scope))
+    assert server.token_scope == scope
+    assert server.start_check(1, 1).num_token_slots == (3 if scope == "shared" else 1)

@@ -131,3 +131,27 @@ def test_each_slot_read_refuses_an_index_out_of_range(index: int) -> None:
         stats.read_slot(index)
     with pytest.raises(IndexError, match="ADM-TOK-2: a slot index is in range"):
         stats.read_tokens_slot(index)
+
+
+class _Count(int):
+    """An int subclass (not a bool), as a buffer of another library may hand out."""
+
+
+@pytest.mark.guard
+@pytest.mark.parametrize("read", ["read_slot", "read_tokens_slot"])
+def test_adm_ctl_8_a_slot_read_takes_an_int_subclass_and_refuses_a_float(read: str) -> None:
+    """ADM-CTL-8: a slot holding an int subclass is read as that count; a slot holding a
+    float (2.5) is refused as corrupt, in both modes, and so is its pass."""
+    from queueref.errors import AdmissionCounterError
+
+    counters: list[object] = [0] * 16
+    counter = 0 if read == "read_slot" else 1
+    counters[8 + counter] = _Count(3)
+    stats = SharedAdmissionStats(counters, 2, 0)  # type: ignore[arg-type]
+    assert getattr(stats, read)(1) == 3
+    assert stats.pass_reader(counter)() == 3
+    counters[8 + counter] = 2.5
+    with pytest.raises(AdmissionCounterError, match=f"slot 1 counter {counter} holds 2.5"):
+        getattr(stats, read)(1)
+    with pytest.raises(AdmissionCounterError, match=f"slot 1 counter {counter} holds 2.5"):
+        stats.pass_reader(counter)()
