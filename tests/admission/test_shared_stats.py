@@ -197,7 +197,7 @@ CountsOneTooMany = broken_class(
 def test_adm_layout_2_a_count_of_counters_off_the_slots_is_caught() -> None:
     """ADM-LAYOUT-2 has teeth: `num_counters` one above a slot per server breaks it."""
     with pytest.raises(icontract.ViolationError, match="ADM-LAYOUT-2: one slot of"):
-        CountsOneTooMany.num_counters(3)
+        CountsOneTooMany.num_counters(3)  # type: ignore[attr-defined]
 
 
 SumsOneBelow = broken_class(
@@ -232,7 +232,7 @@ def test_the_sums_are_never_negative_even_by_one() -> None:
 def _allocation_variant(bug: str, old: str, new: str) -> Any:
     """`allocate_admission_counters` rebuilt with one change, its contracts and all."""
     return method_variant(
-        stats_module,
+        stats_module,  # type: ignore[arg-type]
         "allocate_admission_counters",
         Change("allocate_admission_counters", bug, old, new),
     )
