@@ -98,6 +98,7 @@ _LIFECYCLE_TESTS = (
     "tests/waiting/test_waiting_stream.py",
     "tests/waiting/test_waiting_leave.py",
     "tests/waiting/test_waiting_releases.py",
+    "tests/waiting/test_waiting_copies.py",
 )
 _LIFECYCLE_MODULES = (
     "waiting/places",

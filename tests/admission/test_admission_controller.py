@@ -366,3 +366,76 @@ def test_a_class_that_claims_to_be_int_is_refused_on_the_one_pass_path(argument:
     with pytest.raises(ValueError, match=_BAD_N if argument == "n" else _BAD_PROMPT):
         server.check_admission(**args)  # type: ignore[arg-type]
     assert list(counters) == [0] * 16
+
+
+# --- what each pass reads (ADM-TOK-2, ADM-TOK-6, ADM-RISK-2) ---
+
+
+def _three_servers(**options: Any) -> AdmissionController:
+    """Server 0 of three: counter 1 of slots 1 and 2 hold 7 and 9 queued tokens."""
+    counters = [0] * SharedAdmissionStats.num_counters(3)
+    counters[8 + 1], counters[16 + 1] = 7, 9
+    return AdmissionController(shared_stats=SharedAdmissionStats(counters, 3, 0), **options)
+
+
+@pytest.mark.parametrize(
+    ("options", "request_reads", "token_reads"),
+    [
+        ({"max_num_queued_reqs": 4, "max_num_queued_tokens": 50}, 3, 3),
+        ({"max_num_queued_reqs": 4, "max_num_queued_tokens": 50, "token_scope": "local"}, 3, 1),
+        ({"max_num_queued_tokens": 50, "token_scope": "local"}, 0, 1),
+        ({"max_num_queued_reqs": 4}, 3, 0),
+    ],
+    ids=["shared", "local", "local, no request limit", "no token limit"],
+)
+def test_adm_tok_2_each_pass_reads_its_slots(
+    options: dict[str, Any], request_reads: int, token_reads: int
+) -> None:
+    """ADM-TOK-2, ADM-CTL-7: over three slots the request pass reads 3 (0 without a
+    request limit); the token pass reads the 3 counters 1 in the shared scope, the one own
+    count in the local scope, nothing without a token limit."""
+    check = _three_servers(**options).start_check(1, 1)
+    assert (check.num_slots, check.num_token_slots) == (request_reads, token_reads)
+
+
+def test_adm_risk_2_the_local_token_pass_reads_the_own_tokens_beside_shared_stats() -> None:
+    """ADM-RISK-2: with shared stats but the local scope, a token read is the server's own
+    queued tokens (5), never counter 1 of any slot (7 and 9 there); the shared scope reads
+    counter 1 of the slot named."""
+    local = _three_servers(max_num_queued_tokens=50, token_scope="local")
+    local.tracker.add("a", 1, 5)
+    assert [local.read_token_slot(index) for index in range(3)] == [5, 5, 5]
+    check = local.start_check(1, 1)
+    check.read_next()
+    assert check.token_view == 5
+    shared = _three_servers(max_num_queued_tokens=50)
+    assert [shared.read_token_slot(index) for index in range(3)] == [0, 7, 9]
+
+
+@pytest.mark.parametrize("scope", ["shared", "local"])
+def test_adm_tok_6_a_scope_spelled_at_run_time_is_resolved_by_its_value(scope: str) -> None:
+    """ADM-TOK-6: `resolve_token_scope` reads a scope built at run time (equal to the
+    literal, another object) by its value, and answers with the literal."""
+    from queueref.admission.controller import resolve_token_scope
+
+    spelled = "".join(list(scope))
+    assert spelled == scope and spelled is not scope
+    assert resolve_token_scope(spelled, object(), 10) == scope
+
+
+class _Unordered(str):
+    """A scope name equal to the literal but refusing every order comparison."""
+
+    def __lt__(self, other: object) -> bool:
+        raise TypeError("a scope has no order")
+
+    __le__ = __gt__ = __ge__ = __lt__
+
+
+@pytest.mark.parametrize("scope", ["shared", "local"])
+def test_adm_tok_6_a_scope_is_told_apart_by_equality_only(scope: str) -> None:
+    """ADM-TOK-6: a scope is read by `==` alone: a name that refuses to be ordered still
+    builds the controller it names, and its checks read what that scope reads."""
+    server = _three_servers(max_num_queued_tokens=50, token_scope=_Unordered(scope))
+    assert server.token_scope == scope
+    assert server.start_check(1, 1).num_token_slots == (3 if scope == "shared" else 1)

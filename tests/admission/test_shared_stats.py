@@ -9,13 +9,16 @@ variant for the reason it states. Expected values are written out by hand.
 from __future__ import annotations
 
 import ctypes
+from multiprocessing.sharedctypes import RawArray
+from typing import Any
 
 import icontract
 import pytest
-from method_variants import Change, broken_class
+from method_variants import Change, broken_class, method_variant
 
+import queueref.admission.shared_stats as stats_module
 from queueref import config
-from queueref.admission.shared_stats import SharedAdmissionStats
+from queueref.admission.shared_stats import SharedAdmissionStats, allocate_admission_counters
 
 # Three servers: counter 0 (requests) and counter 1 (tokens) of each slot.
 REQUESTS = [2, 0, 5]
@@ -131,3 +134,145 @@ def test_each_slot_read_refuses_an_index_out_of_range(index: int) -> None:
         stats.read_slot(index)
     with pytest.raises(IndexError, match="ADM-TOK-2: a slot index is in range"):
         stats.read_tokens_slot(index)
+
+
+class _Count(int):
+    """An int subclass (not a bool), as a buffer of another library may hand out."""
+
+
+@pytest.mark.guard
+@pytest.mark.parametrize("read", ["read_slot", "read_tokens_slot"])
+def test_adm_ctl_8_a_slot_read_takes_an_int_subclass_and_refuses_a_float(read: str) -> None:
+    """ADM-CTL-8: a slot holding an int subclass is read as that count; a slot holding a
+    float (2.5) is refused as corrupt, in both modes, and so is its pass."""
+    from queueref.errors import AdmissionCounterError
+
+    counters: list[object] = [0] * 16
+    counter = 0 if read == "read_slot" else 1
+    counters[8 + counter] = _Count(3)
+    stats = SharedAdmissionStats(counters, 2, 0)  # type: ignore[arg-type]
+    assert getattr(stats, read)(1) == 3
+    assert stats.pass_reader(counter)() == 3
+    counters[8 + counter] = 2.5
+    with pytest.raises(AdmissionCounterError, match=f"slot 1 counter {counter} holds 2.5"):
+        getattr(stats, read)(1)
+    with pytest.raises(AdmissionCounterError, match=f"slot 1 counter {counter} holds 2.5"):
+        stats.pass_reader(counter)()
+
+
+# --- each contract of the counters catches the bug it names (a broken variant each) ---
+
+
+@pytest.mark.guard
+def test_adm_stats_1_a_client_count_below_one_is_refused_by_its_own_precondition() -> None:
+    """ADM-STATS-1: zero servers is refused for what it is (a count below one), not by the
+    index check behind it."""
+    with pytest.raises(ValueError, match="ADM-STATS-1: client_count is an int >= 1"):
+        SharedAdmissionStats([0] * 8, 0, 0)
+
+
+@pytest.mark.guard
+@pytest.mark.parametrize("counter", [2, -1])
+def test_adm_ctl_11_a_pass_reader_of_another_counter_is_refused(counter: int) -> None:
+    """ADM-CTL-11: only counters 0 and 1 have a pass: 2, or -1 (which indexing would take
+    for the token pass), is a ValueError naming them."""
+    stats = SharedAdmissionStats([0] * 16, 2, 0)
+    with pytest.raises(ValueError, match="ADM-CTL-11: the counter is 0 .requests. or 1"):
+        stats.pass_reader(counter)
+
+
+CountsOneTooMany = broken_class(
+    SharedAdmissionStats,
+    "CountsOneTooMany",
+    Change(
+        "num_counters",
+        "one counter more than the slots need",
+        "return client_count * cls.COUNTERS_PER_SLOT",
+        "return client_count * cls.COUNTERS_PER_SLOT + 1",
+    ),
+)
+
+
+@pytest.mark.contracts
+def test_adm_layout_2_a_count_of_counters_off_the_slots_is_caught() -> None:
+    """ADM-LAYOUT-2 has teeth: `num_counters` one above a slot per server breaks it."""
+    with pytest.raises(icontract.ViolationError, match="ADM-LAYOUT-2: one slot of"):
+        CountsOneTooMany.num_counters(3)  # type: ignore[attr-defined]
+
+
+SumsOneBelow = broken_class(
+    SharedAdmissionStats,
+    "SumsOneBelow",
+    Change(
+        "get_num_requests",
+        "the request sum one below the slots",
+        "return self._pass_readers[self.REQUEST_COUNT]()",
+        "return self._pass_readers[self.REQUEST_COUNT]() - 1",
+    ),
+    Change(
+        "get_num_queued_tokens",
+        "the token sum one below the slots",
+        "return self._pass_readers[self.QUEUED_TOKENS]()",
+        "return self._pass_readers[self.QUEUED_TOKENS]() - 1",
+    ),
+)
+
+
+@pytest.mark.contracts
+def test_the_sums_are_never_negative_even_by_one() -> None:
+    """ADM-STATS-3, ADM-TOK-2 have teeth: a sum of -1 over zeroed slots is refused (the
+    buffer is shared, a `RawArray`, so the deep re-read of the slots stays out of it)."""
+    stats = SumsOneBelow(RawArray("q", 16), 2, 0)
+    with pytest.raises(icontract.ViolationError, match="ADM-STATS-3: the sum is never negative"):
+        stats.get_num_requests()
+    with pytest.raises(icontract.ViolationError, match="ADM-TOK-2: the sum is never negative"):
+        stats.get_num_queued_tokens()
+
+
+def _allocation_variant(bug: str, old: str, new: str) -> Any:
+    """`allocate_admission_counters` rebuilt with one change, its contracts and all."""
+    return method_variant(
+        stats_module,  # type: ignore[arg-type]
+        "allocate_admission_counters",
+        Change("allocate_admission_counters", bug, old, new),
+    )
+
+
+@pytest.mark.contracts
+def test_adm_alloc_1_no_buffer_for_several_servers_with_a_limit_is_caught() -> None:
+    """ADM-ALLOC-1 has teeth: an allocation that hands three servers with a cap no buffer
+    (as one server gets) breaks "a buffer only for several servers with a limit"."""
+    never = _allocation_variant(
+        "no buffer ever", 'context = multiprocessing.get_context("spawn")', "return None"
+    )
+    with pytest.raises(icontract.ViolationError, match="ADM-ALLOC-1, ADM-TOK-6: a buffer only"):
+        never(3, 10)
+
+
+@pytest.mark.contracts
+@pytest.mark.parametrize(
+    ("new", "bug"),
+    [
+        ('RawArray("q", SharedAdmissionStats.num_counters(num_servers) + 1)', "a counter too many"),
+        (
+            'RawArray("q", [1] * SharedAdmissionStats.num_counters(num_servers))',
+            "a counter not zero",
+        ),
+    ],
+    ids=["too many", "not zero"],
+)
+def test_adm_alloc_1_a_buffer_of_the_wrong_size_or_content_is_caught(new: str, bug: str) -> None:
+    """ADM-ALLOC-1 has teeth: one counter too many, or one not zeroed, is caught by
+    "num_counters(num_servers) counters, all zero"."""
+    broken = _allocation_variant(
+        bug, 'RawArray("q", SharedAdmissionStats.num_counters(num_servers))', new
+    )
+    with pytest.raises(icontract.ViolationError, match="ADM-ALLOC-1: num_counters"):
+        broken(3, 10)
+
+
+def test_adm_alloc_1_a_large_buffer_is_counted_by_value() -> None:
+    """ADM-ALLOC-1: 40 servers take 320 counters, a count past CPython's small-int cache:
+    the postcondition compares the length by value (an identity test would refuse it)."""
+    counters = allocate_admission_counters(40, 10)
+    assert counters is not None and len(counters) == 320

@@ -169,7 +169,7 @@ def broken_class(
     decorators = not isinstance(owner, icontract.DBCMeta)
     for method, source in changed_sources(owner, name, changes, decorators).items():
         function = _compiled_method(owner, name, method, source, uses or {}, decorators)
-        if decorators and not source.lstrip().startswith("@"):  # contracts declared apart
+        if decorators and not _has_contract_decorator(source):  # contracts declared apart
             function = _with_installed_contracts(function, owner, method)
         namespace[method] = function
     variant = type(owner)(name, (owner,), namespace)
@@ -210,14 +210,22 @@ def method_variant(owner: type, name: str, *changes: Change) -> Callable[..., An
     )
     exec(code, scope)
     function: Callable[..., Any] = scope[name]
-    if not source.lstrip().startswith("@"):
+    if not _has_contract_decorator(source):
         function = _with_installed_contracts(function, owner, name)
     return function
+
+
+def _has_contract_decorator(source: str) -> bool:
+    """Whether the method's own source carries contracts (not only `@classmethod`)."""
+    decorators = [line.strip() for line in source.splitlines() if line.strip().startswith("@")]
+    return any(not line.startswith(("@classmethod", "@staticmethod")) for line in decorators)
 
 
 def _with_installed_contracts(function: Any, owner: type, name: str) -> Any:
     """`function` checked by the conditions `owner.<name>` is checked by, when those are
     declared apart from its source (`queueref.admission.contracts`), else as it is."""
+    if isinstance(function, classmethod):  # the contracts go around the function inside
+        return classmethod(_with_installed_contracts(function.__func__, owner, name))
     rewrap = getattr(getattr(owner, name), "__contract_wrapper__", None)
     if rewrap is not None:  # a wrapper of inline checks (`check_admission`'s), made again
         return rewrap(function)

@@ -6,9 +6,10 @@ transitively, at most 900 lines (it was 1,425 while the contract checker and the
 clause tables lived in the queue modules); `AdmissionController`'s at most 1,200 (it
 was 2,175 with the flat copy of the check and the models' protocol module). The
 contracts live beside the logic (`queueref.queues.checks`, `clauses`, `contracts`,
-`queueref.admission.contracts`), which the logic modules do not import; `tests/helpers/reading_path.py` says how the lines are counted. The
-check is also run on a copy of the package with one planted import, to show that
-it fails for the reason it claims.
+`queueref.admission.contracts`), which the logic modules do not import;
+`tests/helpers/reading_path.py` says how the lines are counted. The check is also run
+on a copy of the package with one planted import, to show that it fails for the
+reason it claims.
 """
 
 from __future__ import annotations

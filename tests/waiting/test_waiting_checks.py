@@ -18,6 +18,7 @@ test give those predicates teeth:
 
 from __future__ import annotations
 
+import copy
 import enum
 from collections.abc import Callable
 from typing import Any
@@ -37,9 +38,11 @@ from waiting_variants import (
 
 import queueref.config
 from queueref import Request, RequestStatus, StepDecision, WaitingQueues
+from queueref.queues.factory import SchedulingPolicy
 from queueref.waiting.checks import (
     _conserved,
     _contents,
+    _is_vllm_victim,
     _sessions_consistent,
     _step_matches_model,
 )
@@ -622,3 +625,64 @@ def test_the_model_comparison_refuses_a_request_examined_twice() -> None:
     (a, _) = list(wq.waiting)
     wq._last_step = [StepEntry(a, RequestStatus.WAITING, None, SKIP)] * 2
     assert _verdict(lambda: _step_matches_model(wq, before)) is False
+
+
+# -- vLLM's victim (WL-PRE-3)
+
+
+@pytest.mark.parametrize("policy", list(SchedulingPolicy))
+def test_is_vllm_victim_refuses_a_request_not_running(policy: SchedulingPolicy) -> None:
+    """WL-PRE-3: the victim is one of the running requests, by identity: neither a
+    request that is not running nor an equal copy of the one vLLM would take is it,
+    under either policy (the rule's own answer, `running[-1]` or the largest key, is)."""
+    wq = WaitingQueues(policy)
+    enqueue_ids(wq, "a", "b")
+    wq.schedule_step(lambda r: RUN)
+    running = list(wq.running)
+    assert _is_vllm_victim(policy, running, running[-1])
+    outsider = Request("z", 9, 99.0, RequestStatus.RUNNING)
+    assert not _is_vllm_victim(policy, running, outsider)
+    assert not _is_vllm_victim(policy, running, copy.copy(running[-1]))
+
+
+class _SelfDoubtingPriority(int):
+    """An int equal to nothing, itself included, and never `<=`: a priority made anew on
+    each read that the rule's comparisons (`<` before the victim, `<=` after it) must
+    never compare with the victim's own."""
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    def __ne__(self, other: object) -> bool:
+        return True
+
+    def __le__(self, other: object) -> bool:
+        return False
+
+    __hash__ = int.__hash__
+
+
+class _RereadRequest:
+    """A request whose priority is made anew on each read (a `_SelfDoubtingPriority`)."""
+
+    def __init__(self, request_id: str, priority: int) -> None:
+        self.request_id, self._priority = request_id, priority
+        self.arrival_time, self.status = 0.0, RequestStatus.WAITING
+
+    @property
+    def priority(self) -> int:
+        return _SelfDoubtingPriority(self._priority)
+
+
+def test_is_vllm_victim_compares_the_victim_only_with_the_others() -> None:
+    """WL-PRE-3: under PRIORITY the victim has no larger key after it and no equal key
+    before it: the rule compares it with the other running requests, never with
+    itself. A lone running request whose priority is made anew on each read and is
+    equal to nothing (not even itself) is still the victim: `preempt()` takes it."""
+    wq = WaitingQueues("priority")
+    request: Any = _RereadRequest("r", 1)
+    wq.enqueue(request)
+    assert wq.schedule_step(lambda r: RUN) == [request]
+    assert _is_vllm_victim(SchedulingPolicy.PRIORITY, [request], request)
+    assert wq.preempt() is request
+    assert list(wq.waiting) == [request] and request.status is RequestStatus.PREEMPTED

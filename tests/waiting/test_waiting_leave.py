@@ -531,6 +531,24 @@ def test_a_vllm_030_preempt_that_keeps_the_kv_record_is_accepted(cheap_contracts
     assert ids_of(wq.schedule_step(lambda x: RUN)) == ["r", "w"]
 
 
+# -- preempt with no request named: vLLM's victim (WL-PRE-3)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_preempt_takes_the_last_running_down_to_the_only_one(layout: str) -> None:
+    """WL-PRE-3: under FCFS `preempt()` takes the last request of `running` each time,
+    down to a single running request, which is taken too (a running request is enough
+    for a victim); only with none running is it refused. Each victim goes to the front
+    of `waiting`, so they queue in the order they ran."""
+    wq = WaitingQueues("fcfs", layout=layout)
+    run_all(wq, "a", "b", "c")
+    assert [wq.preempt().request_id for _ in range(3)] == ["c", "b", "a"]
+    assert ids_of(wq.waiting) == ["a", "b", "c"] and wq.running == []
+    assert all(r.status is RequestStatus.PREEMPTED for r in wq.waiting)
+    with pytest.raises(ValueError, match="WL-PRE-3: preempt.. with no request named"):
+        wq.preempt()
+
+
 # -- finish: the preconditions (WL-FIN-2, WL-STEP-9)
 
 

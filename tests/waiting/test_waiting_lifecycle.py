@@ -477,3 +477,75 @@ def test_the_repr_names_the_layout_unless_it_is_the_default(layout: str, expecte
     f, _ = wq.schedule_step(lambda r: STOP if r.request_id == "w" else RUN)
     wq.finish(f)
     assert repr(wq) == expected + " running=['r'] finished=['f']>"
+
+
+# -- the layout is a name, told apart by equality only
+
+
+class UnorderedName(str):
+    """A layout name that refuses to be ordered: a str whose only comparison is `==`."""
+
+    def _refused(self) -> bool:
+        raise TypeError(f"the layout {str(self)!r} was ordered; layouts are names")
+
+    def __lt__(self, other: object) -> bool:
+        return self._refused()
+
+    def __le__(self, other: object) -> bool:
+        return self._refused()
+
+    def __gt__(self, other: object) -> bool:
+        return self._refused()
+
+    def __ge__(self, other: object) -> bool:
+        return self._refused()
+
+
+def _a_run_of_every_operation(wq: WaitingQueues) -> list[object]:
+    """enqueue (ready and blocked), a selection, a step, preempt, finish and abort:
+    what each left."""
+    seen: list[object] = []
+
+    def observe() -> None:
+        seen.append(
+            (
+                ids_of(wq.waiting),
+                ids_of(wq._aside),
+                ids_of(wq.running),
+                {rid: r.status for rid, r in wq.finished.items()},
+                sorted(getattr(wq, "deferred_waiting", ())),
+            )
+        )
+
+    for rid, priority, status in [("a", 1, None), ("k", 0, KV), ("c", 0, None), ("d", 2, None)]:
+        request = Request(rid, priority, float(ord(rid)))
+        if status is not None:
+            request.status = status
+        wq.enqueue(request)
+        observe()
+    seen.append(ids_of(wq.select_waiting_queue() or []))
+    seen.append(ids_of(wq.schedule_step(lambda r: RUN, max_running=3)))
+    observe()
+    seen.append(wq.preempt().request_id)
+    observe()
+    wq.finish(wq.running[0])
+    observe()
+    seen.append(ids_of(wq.abort(["k", "d"])))
+    observe()
+    seen.append(repr(wq))
+    return seen
+
+
+@pytest.mark.parametrize("layout", ["vllm-0.30", "vllm-0.31", "vllm-0.32", "vllm-0.33"])
+def test_layout_is_told_apart_by_equality_only(layout: str) -> None:
+    """WL-LAY-1: a layout is a name: the lifecycle tells the layouts apart by `==` and
+    never orders them ("vllm-0.30" happens to be the least, which a `<=` or a `>`
+    in place of `==` or `!=` would lean on). A `WaitingQueues` given its layout as a
+    str that refuses ordering goes through enqueue, the selection of a queue, a step,
+    preempt, finish and abort (each with its contracts) exactly as one given the plain
+    name, and is shown alike."""
+    plain = WaitingQueues("priority", layout=layout)
+    named = WaitingQueues("priority", layout=UnorderedName(layout))
+    expected = _a_run_of_every_operation(plain)
+    assert expected[5] == ["c", "a", "d"] and expected[7] == "d"  # a step ran, d preempted
+    assert _a_run_of_every_operation(named) == expected

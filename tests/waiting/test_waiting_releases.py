@@ -133,6 +133,31 @@ def test_num_unfinished_by_release(layout: str, paused_new: int) -> None:
     assert wq.num_unfinished == 0
 
 
+@pytest.mark.parametrize(
+    ("layout", "paused_new"),
+    [("vllm-0.30", 2), ("vllm-0.31", 2), ("vllm-0.32", 3), ("vllm-0.33", 3)],
+)
+def test_num_unfinished_adds_the_places_and_takes_the_sessions_away(
+    layout: str, paused_new: int
+) -> None:
+    """WL-REL-2: the count is a sum of the places less the paused sessions, whatever
+    their sizes. Two running (r, q), one in waiting (w), and aside a paused session
+    (s) and a blocked request (k): unpaused 2 + 1 + 2 - 1 = 4; under PAUSED_NEW
+    0.30.0 and 0.31.0 count the two running, 0.32.0 and 0.33.0 2 + 2 - 1 = 3."""
+    wq = WaitingQueues("fcfs", layout=layout)
+    for rid in ("r", "q", "s"):
+        wq.enqueue(Request(rid, arrival_time=float(ord(rid))))
+    wq.schedule_step(lambda r: RUN)
+    wq.await_stream(wq.running[2])  # s: a paused session, no longer running
+    wq.enqueue(Request("w", arrival_time=200.0))
+    wq.enqueue(Request("k", arrival_time=201.0, status=KV))
+    assert (_ids(wq.running), _ids(wq.waiting)) == (["r", "q"], ["w"])
+    assert sorted(_ids(wq._aside)) == ["k", "s"] and wq.num_paused_sessions == 1
+    assert wq.num_unfinished == 4
+    wq.set_pause_state(PauseState.PAUSED_NEW)
+    assert wq.num_unfinished == paused_new
+
+
 def test_bad_pause_state_changes_nothing() -> None:
     """WL-REL-1: an unknown pause state is refused in one line; the state is unchanged."""
     wq = WaitingQueues("fcfs", layout="vllm-0.32")
@@ -204,6 +229,34 @@ def test_no_tokens_by_release(
     if deferred is not None:
         assert sorted(wq.deferred_waiting) == deferred
     assert [e.decision for e in wq._last_step][:1] == [SKIP if ran else STOP]
+
+
+class _EqualToAnything:
+    """An answer that claims to equal every value (as `unittest.mock.ANY` does)."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return "<equal to anything>"
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_release_decision_takes_only_no_tokens_itself_as_no_tokens(layout: str) -> None:
+    """WL-REL-3, WL-STEP-9: only the member NO_TOKENS is the release's to decide; an
+    answer of `check` that merely claims to equal it (equal to anything) is not
+    taken as a STOP or a SKIP: it is passed on and refused as not a StepDecision,
+    and the head stays where it was."""
+    wq = WaitingQueues("fcfs", layout=layout)
+    wq.enqueue(Request("z"))
+    with pytest.raises(TypeError, match="WL-STEP-9: check returned <equal to anything>, not a"):
+        wq.schedule_step(lambda r: _EqualToAnything())  # type: ignore[arg-type, return-value]
+    assert _ids(wq.waiting) == ["z"] and not wq.running
 
 
 # -- WL-PRE-3: vLLM's victim

@@ -270,3 +270,28 @@ def test_the_running_request_named_leaves_running_not_an_equal_one(
         ),
     }[operation]
     assert (b.status, wq._where["b"]) == expected
+
+
+# -- max_running counts the paused sessions (kept here: this file builds no broken
+# variant at import, so it still collects under a mutant of the line a variant of
+# `tests/helpers/waiting_variants.py` changes, `_slots_full`'s)
+
+
+def test_slots_full_counts_running_and_paused_sessions() -> None:
+    """WL-STEP-1, WL-STR-4: a step stops taking requests once `running` plus the paused
+    sessions reach `max_running`. One running (r) and one paused session (s) with
+    max_running 4: two more run (w, x), y stays; with no session paused and
+    max_running 1 one runs."""
+    wq = WaitingQueues("fcfs")
+    for rid in ("r", "s"):
+        wq.enqueue(Request(rid, arrival_time=float(ord(rid))))
+    wq.schedule_step(lambda r: RUN)
+    wq.await_stream(wq.running[1])
+    for rid in ("w", "x", "y"):
+        wq.enqueue(Request(rid, arrival_time=float(ord(rid))))
+    assert ids_of(wq.schedule_step(lambda r: RUN, max_running=4)) == ["w", "x"]
+    assert ids_of(wq.running) == ["r", "w", "x"] and wq.num_paused_sessions == 1
+    plain = WaitingQueues("fcfs")
+    for rid in ("a", "b"):
+        plain.enqueue(Request(rid, arrival_time=float(ord(rid))))
+    assert ids_of(plain.schedule_step(lambda r: RUN, max_running=1)) == ["a"]

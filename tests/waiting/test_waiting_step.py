@@ -635,3 +635,25 @@ def test_a_request_that_runs_and_stays_deferred_is_caught(
     assert wq.deferred_waiting == {"g"}
     message = violation_message(lambda: wq.schedule_step(_run, lambda r: True))
     assert "WL-L33-3: vllm-0.33: a request that runs is no longer deferred" in message
+
+
+# -- the step ends when no queue is selectable (WL-SEL-1, WL-REL-1)
+
+
+@pytest.mark.parametrize("layout", ["vllm-0.32", LAYOUT_V033])
+def test_schedule_step_ends_when_no_queue_is_selectable(layout: str) -> None:
+    """WL-SEL-1, WL-REL-1: under PAUSED_NEW from 0.32.0 the loop runs while a queue
+    holds a request, but only kv_holding_waiting may be selected: with it empty and a
+    request in waiting the step ends at once, having asked should_continue once (a
+    step that went on would ask again and again: it is cut short at 100 answers)."""
+    wq = WaitingQueues("fcfs", layout=layout)
+    enqueue_ids(wq, "w")
+    wq.set_pause_state("paused_new")
+    asked: list[int] = []
+
+    def should_continue() -> bool:
+        asked.append(1)
+        return len(asked) < 100  # bounded: a step that never ends stops here
+
+    assert wq.schedule_step(lambda r: RUN, should_continue=should_continue) == []
+    assert len(asked) == 1 and ids_of(wq.waiting) == ["w"] and wq._last_step == []

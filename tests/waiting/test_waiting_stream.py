@@ -21,6 +21,7 @@ running request stops with no update queued and becomes a paused session) and
 from __future__ import annotations
 
 import inspect
+import pickle
 from typing import Any
 
 import pytest
@@ -38,6 +39,7 @@ from waiting_variants import Change, RequeuesPausedSession, broken_variant
 import queueref.config
 from queueref import Request, RequestStatus, StepDecision, WaitingQueues
 from queueref.waiting.model import LAYOUT_V030, LAYOUT_V033
+from queueref.waiting.places import IN_RUNNING
 
 RUN, SKIP, STOP = StepDecision.RUN, StepDecision.SKIP, StepDecision.STOP
 KV = RequestStatus.WAITING_FOR_REMOTE_KVS
@@ -397,6 +399,28 @@ def test_continue_stream_refuses_without_contracts(layout: str, rid: str, where:
         f"WL-STR-3: {request!r} is neither running nor a paused streaming session (it is {where})"
     )
     assert places_of(wq) == before and request.status is status
+
+
+# -- a copy through pickle (WL-COPY-1)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_continue_stream_on_a_pickled_copy_takes_its_running_request(layout: str) -> None:
+    """WL-STR-2, WL-STR-3, WL-COPY-1: a copy made through pickle records its running
+    request under a place name equal to "running" but not the module's object; its
+    `continue_stream` still finds the request running (no WL-STR-3 refusal) and
+    enqueues it WAITING by the layout's rule (its postcondition tells a running
+    request from a paused session by the same name), its contracts passing."""
+    original = WaitingQueues("fcfs", layout=layout)
+    run_all(original, "r")
+    wq = pickle.loads(pickle.dumps(original))
+    (r,) = wq.running
+    assert wq._where["r"] == IN_RUNNING and wq._where["r"] is not IN_RUNNING
+    wq.continue_stream(r)
+    # vllm-0.33: it holds KV blocks, so it goes to kv_holding_waiting (WL-L33-1)
+    queue = wq.waiting if layout == LAYOUT_V030 else wq.kv_holding_waiting
+    assert r.status is RequestStatus.WAITING and ids_of(queue) == ["r"]
+    assert wq.running == [] and wq.num_paused_sessions == 0
 
 
 # -- counts past the small-int cache

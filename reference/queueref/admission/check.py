@@ -85,7 +85,7 @@ class AdmissionCheck:
 
     __slots__ = (
         "_controller", "_n", "_tokens", "_state", "_token_state", "_num_slots",
-        "_num_token_slots", "_reserved", "_tokens_reserved", "_request_passed", "_open",
+        "_num_token_slots", "_reserved", "_tokens_reserved", "_open",
     )  # fmt: skip
 
     def __init__(
@@ -107,7 +107,6 @@ class AdmissionCheck:
         self._num_token_slots = num_token_slots
         self._reserved = reserved
         self._tokens_reserved = tokens_reserved
-        self._request_passed = False
         self._open = True
 
     @property
@@ -177,21 +176,18 @@ class AdmissionCheck:
 
     def _close(self) -> None:
         """Close the check, giving the reservations back if it holds them."""
-        if self._open:
+        if self._open:  # a closed check holds nothing (`holds_reservation`)
             self._open = False
-            reserved, self._reserved = self._reserved, False
-            tokens_reserved, self._tokens_reserved = self._tokens_reserved, False
-            give_back(self._controller.tracker, self._n, self._tokens, reserved, tokens_reserved)
+            tracker = self._controller.tracker
+            give_back(tracker, self._n, self._tokens, self._reserved, self._tokens_reserved)
 
     def _pass_request_limit(self) -> int | None:
-        """The request decision on the finished request pass, once (None: no limit)."""
+        """The request decision on the finished request pass (None: no limit); taken again
+        at `decide`, where it decides as before: the view is the same sum."""
         limit = self._controller.max_num_queued_reqs
-        if limit is None:
-            return None
-        if not self._request_passed:
+        if limit is not None:
             decide_requests(self._controller.protocol, self._state.view, self._n, limit)
-            self._request_passed = True
-        return self._state.view
+        return None if limit is None else self._state.view
 
     def read_next(self) -> int:
         """Read the next counter (the request decision before the first token read). A

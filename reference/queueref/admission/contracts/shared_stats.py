@@ -120,7 +120,10 @@ def _slot_read(requirement: str, what: str) -> Callable[[_Reader], _Reader]:
     "ADM-STATS-1: client_count is an int >= 1",
 )
 @require(
-    lambda client_count, client_index: is_index(client_index, client_count),
+    lambda client_count, client_index: (
+        not is_int_at_least(client_count, 1)  # refused by the count's own precondition
+        or is_index(client_index, client_count)
+    ),
     "ADM-STATS-1: 0 <= client_index < client_count",
 )
 @require(
