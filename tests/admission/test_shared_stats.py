@@ -172,6 +172,15 @@ def test_adm_stats_1_a_client_count_below_one_is_refused_by_its_own_precondition
 
 
 @pytest.mark.guard
+@pytest.mark.parametrize("index", [1, -1])
+def test_adm_stats_1_one_server_owns_slot_zero_only(index: int) -> None:
+    """ADM-STATS-1: with one server the only slot is 0: index 1 (past the buffer's one
+    slot) or -1 (the last slot, from the end) is refused naming the range."""
+    with pytest.raises(ValueError, match="ADM-STATS-1: 0 <= client_index < client_count"):
+        SharedAdmissionStats([0] * 8, 1, index)
+
+
+@pytest.mark.guard
 @pytest.mark.parametrize("counter", [2, -1])
 def test_adm_ctl_11_a_pass_reader_of_another_counter_is_refused(counter: int) -> None:
     """ADM-CTL-11: only counters 0 and 1 have a pass: 2, or -1 (which indexing would take
@@ -181,23 +190,27 @@ def test_adm_ctl_11_a_pass_reader_of_another_counter_is_refused(counter: int) ->
         stats.pass_reader(counter)
 
 
-CountsOneTooMany = broken_class(
-    SharedAdmissionStats,
-    "CountsOneTooMany",
-    Change(
-        "num_counters",
-        "one counter more than the slots need",
-        "return client_count * cls.COUNTERS_PER_SLOT",
-        "return client_count * cls.COUNTERS_PER_SLOT + 1",
-    ),
-)
+def _counts(off_by: str) -> Any:
+    """`SharedAdmissionStats` whose `num_counters` is off the slots by `off_by`."""
+    return broken_class(
+        SharedAdmissionStats,
+        "CountsOff",
+        Change(
+            "num_counters",
+            f"the slots' counters {off_by}",
+            "return client_count * cls.COUNTERS_PER_SLOT",
+            f"return client_count * cls.COUNTERS_PER_SLOT {off_by}",
+        ),
+    )
 
 
 @pytest.mark.contracts
-def test_adm_layout_2_a_count_of_counters_off_the_slots_is_caught() -> None:
-    """ADM-LAYOUT-2 has teeth: `num_counters` one above a slot per server breaks it."""
+@pytest.mark.parametrize("off_by", ["+ 1", "- 1"])
+def test_adm_layout_2_a_count_of_counters_off_the_slots_is_caught(off_by: str) -> None:
+    """ADM-LAYOUT-2 has teeth: `num_counters` one above, or one below, a slot per server
+    breaks it (exactly the slots, not at most or at least)."""
     with pytest.raises(icontract.ViolationError, match="ADM-LAYOUT-2: one slot of"):
-        CountsOneTooMany.num_counters(3)  # type: ignore[attr-defined]
+        _counts(off_by).num_counters(3)
 
 
 SumsOneBelow = broken_class(

@@ -244,3 +244,13 @@ def test_abort_with_a_bad_id_changes_nothing() -> None:
         tracker.abort(["a", ["x"]])  # type: ignore[list-item]
     assert tracker.get_num_unfinished_requests() == 2
     assert counters[0] == 2
+
+
+def test_adm_trk_1_a_request_of_no_sample_has_no_internal_id() -> None:
+    """ADM-TRK-1: `child_request_ids` names one id per sample: none for n = 0 (the request
+    itself only for n = 1), two children for n = 2."""
+    from queueref.admission.tracker import child_request_ids
+
+    assert child_request_ids("r", 0) == []
+    assert child_request_ids("r", 1) == ["r"]
+    assert child_request_ids("r", 2) == ["0_r", "1_r"]
