@@ -3,8 +3,8 @@
 A check makes up to two passes. The request pass reads counter 0 of every slot (or
 the local count) and `decide_requests` decides it; then, with a token limit, the
 token pass reads counter 1 of every slot (or the own tokens) and `decide_tokens`
-decides it. In write-then-check the reservations are written before the first read,
-(`reserve`) and every way out but an admission gives them back (`give_back`).
+decides it. In write-then-check the reservations are written before the first read
+(`reserve`), and every way out but an admission gives them back (`give_back`).
 `AdmissionController.check_admission` reads each pass at once; `AdmissionCheck`
 (from `start_check`) reads one slot per step, so that models and tests can
 interleave other servers between two reads. Both decide with the functions below.
