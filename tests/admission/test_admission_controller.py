@@ -19,7 +19,7 @@ from method_variants import Change, method_variant
 from queueref import AdmissionController, SharedAdmissionStats
 from queueref.admission import protocol as protocol_module
 from queueref.admission.check import AdmissionCheck
-from queueref.errors import MaxQueuedTokensError
+from queueref.errors import MaxQueuedTokensError, QueueOverflowError
 
 
 def _controller(buffer: Any = None, **options: Any) -> AdmissionController:
@@ -439,3 +439,45 @@ def test_adm_tok_6_a_scope_is_told_apart_by_equality_only(scope: str) -> None:
     server = _three_servers(max_num_queued_tokens=50, token_scope=_Unordered(scope))
     assert server.token_scope == scope
     assert server.start_check(1, 1).num_token_slots == (3 if scope == "shared" else 1)
+
+
+def test_adm_ctl_2_a_check_without_arguments_is_one_request_of_one_token() -> None:
+    """ADM-CTL-2, ADM-TOK-3: `check_admission()` checks one request of a one-token prompt:
+    with 3 of a cap of 4 queued it is admitted (2 would not be), and in write-then-check
+    it reserves exactly one slot and one token."""
+    server = _controller(max_num_queued_reqs=4, max_num_queued_tokens=10, mode="write-then-check")
+    server.tracker.add("a", 3, 0)
+    assert server.check_admission() == 4
+    assert (server.tracker.num_reserved, server.tracker.num_reserved_tokens) == (1, 1)
+
+
+class _Weight(int):
+    """An int subclass for `n`: checked on the step-by-step path."""
+
+
+@pytest.mark.parametrize("n", [_Weight(1), _Weight(2)], ids=["fits", "over"])
+def test_adm_ctl_7_an_int_subclass_weight_is_checked_step_by_step_to_the_same_answer(
+    n: int,
+) -> None:
+    """ADM-CTL-7: a weight that is an int subclass takes `start_check`, `read_next` until
+    `done`, `decide`, and gets the answer a plain int gets: with 3 of 4 queued, 1 fits
+    (view 3 returned) and 2 is refused."""
+    plain, subclass = _controller(max_num_queued_reqs=4), _controller(max_num_queued_reqs=4)
+    for server in (plain, subclass):
+        server.tracker.add("a", 3, 0)
+    outcomes: list[object] = []
+    for server, weight in ((plain, int(n)), (subclass, n)):
+        try:
+            outcomes.append(server.check_admission(weight))
+        except QueueOverflowError as error:
+            outcomes.append((error.view, error.n, error.limit))
+    assert outcomes[0] == outcomes[1] == (3 if int(n) == 1 else (3, 2, 4))
+
+
+def test_adm_tok_6_a_shared_scope_spelled_at_run_time_still_needs_shared_stats() -> None:
+    """ADM-TOK-6: "shared" built at run time (equal to the literal, another object) without
+    shared stats is refused as the literal is."""
+    spelled = "".join(list("shared"))
+    assert spelled == "shared" and spelled is not "shared"  # noqa: F632
+    with pytest.raises(ValueError, match="ADM-TOK-6: token_scope='shared' needs shared stats"):
+        AdmissionController(max_num_queued_tokens=10, token_scope=spelled)  # type: ignore[arg-type]
