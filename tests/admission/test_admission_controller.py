@@ -441,6 +441,7 @@ def test_adm_tok_6_a_scope_is_told_apart_by_equality_only(scope: str) -> None:
     assert server.start_check(1, 1).num_token_slots == (3 if scope == "shared" else 1)
 
 
+@pytest.mark.guard  # under -O the body's own defaults decide: contracts on, the wrapper's
 def test_adm_ctl_2_a_check_without_arguments_is_one_request_of_one_token() -> None:
     """ADM-CTL-2, ADM-TOK-3: `check_admission()` checks one request of a one-token prompt:
     with 3 of a cap of 4 queued it is admitted (2 would not be), and in write-then-check
