@@ -96,6 +96,13 @@ def check_admission_postconditions(
         raise icontract.ViolationError(f"AdmissionController.check_admission: {broken}")
 
 
+def _cancel_arguments_valid(n: object, num_prompt_tokens: object) -> bool:
+    """Whether `n` and `num_prompt_tokens` pass their own preconditions: the give-back
+    conditions judge only those, and leave the rest to the preconditions that name them."""
+    # ADM-CTL-2, ADM-TOK-3
+    return is_int_at_least(n, 1) and is_int_at_least(num_prompt_tokens, 0)
+
+
 def tracker_matches(tracker: RequestTracker | None, shared_stats: object) -> bool:
     """Whether a controller's tracker refreshes the shared stats it reads (or it has none)."""
     return tracker is None or tracker.shared_stats is shared_stats
@@ -178,8 +185,7 @@ def start_check() -> None: ...
 )
 @require(
     lambda self, n, num_prompt_tokens: (
-        not is_int_at_least(num_prompt_tokens, 0)  # refused by ADM-TOK-3's precondition
-        or not is_int_at_least(n, 1)  # refused by ADM-CTL-2's precondition
+        not _cancel_arguments_valid(n, num_prompt_tokens)
         or not self.reserves
         or self.tracker.num_reserved >= n
     ),
@@ -187,8 +193,7 @@ def start_check() -> None: ...
 )
 @require(
     lambda self, n, num_prompt_tokens: (
-        not is_int_at_least(num_prompt_tokens, 0)  # refused by ADM-TOK-3's precondition
-        or not is_int_at_least(n, 1)  # refused by ADM-CTL-2's precondition
+        not _cancel_arguments_valid(n, num_prompt_tokens)
         or not self.reserves_tokens
         or self.tracker.num_reserved_tokens >= n * num_prompt_tokens
     ),
