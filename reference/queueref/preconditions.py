@@ -39,7 +39,8 @@ def require(
 
     Contracts on: exactly `icontract.require(condition, description, error=error)`.
     `python -O`: the same condition, and `error(f"{description}: name was value, ...")`
-    when it is false. Stacked, the top one is checked first, as icontract does.
+    when it is false. Stacked, the bottom one (nearest the function) is checked first,
+    as icontract does: both modes name the same condition for the same bad call.
     """
     if __debug__:
         return icontract.require(condition, description, error=error)
@@ -78,7 +79,7 @@ def _kept(precondition: _Precondition, function: _Function) -> _Function:
     guard it replaces, not of binding the arguments on every call.
     """
     inner = getattr(function, "__kept_preconditions__", None)
-    preconditions = [precondition, *(inner or ())]
+    preconditions = [*(inner or ()), precondition]  # applied bottom-up: the bottom first
     if inner is not None:
         function = function.__wrapped__  # type: ignore[attr-defined]
     parameters = list(inspect.signature(function).parameters.values())

@@ -35,7 +35,7 @@ def refused(call):
     return "accepted"
 
 print(refused(lambda: admit(0)))           # the top condition
-print(refused(lambda: admit("a", 0)))       # top first: X-1 before X-2 reads "a" <= 0
+print(refused(lambda: admit(0, -1)))        # both fail: the bottom one is named, as icontract
 print(refused(lambda: admit(3, limit=2)))   # by keyword, its own error type
 print(refused(lambda: admit(2, 2)))         # by position
 print(refused(lambda: admit()))             # a missing argument: the call's own TypeError
@@ -67,7 +67,7 @@ def _child(*args: str) -> list[str]:
 
 EXPECTED = [
     "ValueError: X-1: n is an int >= 1: n was 0",
-    "ValueError: X-1: n is an int >= 1: n was 'a'",
+    "OverflowError: X-2: n is within the limit: n was 0, limit was -1",
     "OverflowError: X-2: n is within the limit: n was 3, limit was 2",
     "accepted",
     "TypeError: admit() missing 1 required positional argument: 'n'",
@@ -104,3 +104,23 @@ def test_with_contracts_on_it_is_icontracts_precondition() -> None:
     assert not hasattr(admit, "__kept_preconditions__")
     checker = icontract._checkers.find_checker(admit)  # icontract's own wrapper
     assert checker is not None and len(checker.__preconditions__) == 1  # type: ignore[attr-defined]
+
+
+@pytest.mark.contracts
+def test_stacked_conditions_are_checked_bottom_first_in_both_modes() -> None:
+    """ADM-ALLOC-1: with contracts on, the call that breaks both of the -O child's stacked
+    conditions is refused by the same one, the bottom (`EXPECTED[1]`)."""
+
+    @require(lambda n: isinstance(n, int) and n >= 1, "X-1: n is an int >= 1")
+    @require(
+        lambda n, limit: limit is None or n <= limit,
+        "X-2: n is within the limit",
+        error=OverflowError,
+    )
+    def admit(n: int, limit: int | None = None) -> int:
+        return n
+
+    with pytest.raises(OverflowError, match="X-2: n is within the limit") as caught:
+        admit(0, -1)
+    assert EXPECTED[1].startswith("OverflowError: X-2")
+    assert "n was 0" in str(caught.value) and "limit was -1" in str(caught.value)
