@@ -1,4 +1,4 @@
-"""RQ-REQ-2, RQ-REQ-3: the queues never ask a request's `==`, `<` or `hash`.
+"""RQ-REQ-2, RQ-REQ-3: what a queue does never depends on a request's `==`, `<` or `hash`.
 
 RQ-REQ-3 lets a queue hold any object with the three fields, and RQ-REQ-2 makes
 it remove the object named, by identity. So a request type whose `==` lies
@@ -204,3 +204,50 @@ def test_rq_req_2_a_request_whose_hash_raises_or_shifts_is_queued_as_request(
     queue_type: type, kind: type
 ) -> None:
     assert_queued_as_request(queue_type, kind)
+
+
+class Chameleon(Liar):
+    """Equal to everything; its hash is `first` at the first call and `later` after: a
+    named one the set pass misses, and another taken in its place, cancel out in a count."""
+
+    def __init__(self, request_id: str, first: int, later: int) -> None:
+        super().__init__(request_id, 0, 0.0)
+        self._hashes = iter([first])
+        self._later = later
+
+    def __hash__(self) -> int:
+        return next(self._hashes, self._later)
+
+
+def test_rq_req_2_remove_requests_is_not_fooled_by_a_miss_and_a_wrong_match() -> None:
+    """RQ-REQ-2: the set pass counts on every named request being found; a named request
+    whose hash changes is missed while a queued one that claims to equal it is taken, so
+    the count comes out right on the wrong objects. The named ones go, and no other."""
+    named = Chameleon("named", first=7, later=8)  # 7 in the set, 8 in the pass: missed
+    other = Chameleon("other", first=7, later=7)  # 7 in the pass, and == the named one
+    plain = Request("plain")
+    queue = FCFSRequestQueue()
+    for request in (other, named, plain):
+        queue.add_request(request)
+    queue.remove_requests([named, plain])
+    assert [r.request_id for r in queue] == ["other"]
+
+
+@pytest.mark.parametrize("error", [AssertionError, KeyError])
+def test_rq_req_2_a_queued_request_whose_hash_raises_does_not_stop_removing_others(
+    error: type[Exception],
+) -> None:
+    """RQ-REQ-2: removing `Request`s from a queue that also holds a request whose hash
+    raises (any error, not only a TypeError) removes exactly them, and raises nothing."""
+
+    class Raises(Liar):
+        def __hash__(self) -> int:
+            raise error("a queue hashed a request")
+
+    odd = Raises("odd", 0, 0.0)
+    first, second = Request("first"), Request("second")
+    queue = FCFSRequestQueue()
+    for request in (first, odd, second):
+        queue.add_request(request)
+    queue.remove_requests([first, second])
+    assert [r.request_id for r in queue] == ["odd"]

@@ -35,12 +35,17 @@ def _by_identity(kind: type) -> bool:
 
 def _without(items: deque[RequestLike], present: list[RequestLike]) -> deque[RequestLike]:
     """A new deque of `items` without the objects of `present` (all queued, distinct)."""
-    # RQ-REQ-2: by identity. When every request here compares and hashes by identity, a
-    # set of them finds exactly these objects, in one C-level pass; any other request
-    # type takes the pass over ids, which never asks its `==` or its hash (either may
-    # lie or raise).
-    if all(map(_by_identity, set(map(type, items)))):
-        return deque(itertools.filterfalse(set(present).__contains__, items))
+    # RQ-REQ-2: by identity. When the named requests compare and hash by identity, a set
+    # of them finds each of them, in one C-level pass. A queued request of another type
+    # may raise there, or be taken too (its `==` lies): the pass is then dropped (it raised,
+    # or kept too few) for the pass over ids, which asks no request anything.
+    if all(map(_by_identity, set(map(type, present)))):
+        try:
+            kept = deque(itertools.filterfalse(set(present).__contains__, items))
+            if len(kept) == len(items) - len(present):
+                return kept
+        except Exception:  # noqa: BLE001 - a request type's own hash or ==, not ours
+            pass
     gone = {id(request) for request in present}
     return deque(request for request in items if id(request) not in gone)
 
