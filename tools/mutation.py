@@ -21,9 +21,10 @@ on a statement no test executes survives without running anything (`uncovered`).
     python tools/mutation.py --modules admission --work /tmp/m --resume  # after a stop
 
 `--sample N` runs a seeded random sample of N mutants per module instead of all of them;
-`--only-survivors` runs again only the last run's survivors (keyed by operator and
-occurrence) and updates that run, against the module's tests or only the new ones
-(`--tests`: a mutant some tests kill is killed; one they miss stays a survivor).
+`--only-survivors` runs again only the last run's survivors and undecided mutants (errors,
+timeouts, incompetent runs; keyed by operator and occurrence) and updates that run, against
+the module's tests or only the new ones (`--tests`: a mutant some tests kill is killed; one
+they miss stays a survivor).
 `--resume` goes on with a run that was stopped (its cosmic-ray session in `--work` keeps
 every verdict reached): only the mutants not yet run are run, on the module's unmutated
 text (a stopped run leaves its last mutant written in the copy; the resume undoes it).
@@ -660,6 +661,8 @@ VERDICTS = (
     "incompetent",
     "equivalent",
 )
+#: The verdicts of a run that did not say whether a test fails on the mutant.
+UNDECIDED = ("timed-out", "errored", "incompetent")
 
 
 def stored_outcomes(module: dict[str, Any]) -> list[Outcome]:
@@ -787,6 +790,12 @@ def main(argv: list[str] | None = None) -> int:
             if last is None or "outcomes" not in last:
                 raise SystemExit(f"{name}: no recorded run to take the survivors from")
             only = {_key(s["operator"], s["occurrence"]) for s in last["survivors"]}
+            # An error or a timeout decided nothing: run it again too, after a fix.
+            only |= {
+                _key(o.operator, o.occurrence)
+                for o in stored_outcomes(last)
+                if o.verdict in UNDECIDED
+            }
             # A mutant some of the tests kill is killed by all of them: `--tests` may
             # narrow a re-run to the new tests; the rest stay survivors of the full list.
             narrowed = Target(target.path, tuple(args.tests.split(","))) if args.tests else target

@@ -139,7 +139,7 @@ def test_one_pass_check_decides_as_the_stepwise_check(
 
 
 @pytest.mark.guard
-@pytest.mark.parametrize("counter", [REQUESTS, TOKENS])
+@pytest.mark.parametrize("counter", [REQUESTS, TOKENS], ids=["requests", "tokens"])
 def test_a_negative_slot_is_refused_naming_it_and_reservations_given_back(counter: int) -> None:
     """ADM-CTL-8, ADM-CTL-11: a negative value in either pass is an AdmissionCounterError
     naming the slot and counter, as on the stepwise path; the reservations are written

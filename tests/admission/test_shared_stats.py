@@ -160,6 +160,55 @@ def test_adm_ctl_8_a_slot_read_takes_an_int_subclass_and_refuses_a_float(read: s
         stats.pass_reader(counter)()
 
 
+class _ClaimsToBeInt(type):
+    """A metaclass whose classes say they equal `int`: `==` lies, `is` does not."""
+
+    def __eq__(cls, other: object) -> bool:
+        return other is int or type.__eq__(cls, other)
+
+    def __ne__(cls, other: object) -> bool:
+        return not cls.__eq__(other)
+
+    __hash__ = type.__hash__
+
+
+class _FakeCount(metaclass=_ClaimsToBeInt):
+    """Not a count, though its type compares equal to `int` and it is never below 0."""
+
+    def __lt__(self, other: object) -> bool:
+        return False
+
+
+@pytest.mark.guard
+@pytest.mark.parametrize("read", ["read_slot", "read_tokens_slot"])
+def test_adm_ctl_8_a_value_whose_type_claims_to_be_int_is_refused(read: str) -> None:
+    """ADM-CTL-8: the type of a slot's value is asked by identity: an object whose type
+    compares equal to `int` is still refused as corrupt, in both modes."""
+    from queueref.errors import AdmissionCounterError
+
+    counters: list[object] = [0] * 16
+    counter = 0 if read == "read_slot" else 1
+    counters[8 + counter] = _FakeCount()
+    stats = SharedAdmissionStats(counters, 2, 0)  # type: ignore[arg-type]
+    assert type(_FakeCount()) == int  # noqa: E721 -- the lie the read must not believe
+    with pytest.raises(AdmissionCounterError, match=f"slot 1 counter {counter} holds"):
+        getattr(stats, read)(1)
+
+
+@pytest.mark.parametrize("size", [4, 16])
+def test_adm_ctl_11_a_long_array_whose_long_is_not_8_bytes_is_read_slot_by_slot(
+    size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ADM-CTL-11: one-pass reads need 8-byte counters; where a C `long` is 4 bytes (or
+    any size but 8), an array of them keeps the stepwise read. The size is simulated:
+    this machine's `long` is 8 bytes."""
+    counters = (ctypes.c_long * 16)()
+    assert SharedAdmissionStats(counters, 2, 0).reads_in_one_pass
+    real_sizeof = ctypes.sizeof
+    monkeypatch.setattr(ctypes, "sizeof", lambda t: size if t is ctypes.c_long else real_sizeof(t))
+    assert not SharedAdmissionStats(counters, 2, 0).reads_in_one_pass
+
+
 # --- each contract of the counters catches the bug it names (a broken variant each) ---
 
 
