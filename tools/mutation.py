@@ -436,11 +436,18 @@ def run_module(
     pristine.parent.mkdir(exist_ok=True)
     shutil.copy2(work / target.path, pristine)
     command = _command(target, work)
-    if not whole:
-        select = [sys.executable, str(work / "tools" / "mutation_select.py")]
-        select += ["--map", str(coverage_map), "--pristine", str(pristine)]
-        select += ["--module", str(work / target.path), "--log", str(PROGRESS), "--"]
-        command = select + command[: command.index("-m", 3)] + ["-m", DESELECT]
+    # Through the selector either way: only a failing test (exit 1) is a kill.
+    select = [sys.executable, str(work / "tools" / "mutation_select.py")]
+    if whole:
+        tests = [t for t in target.tests if (work / t).exists()]
+        select += ["--whole", ",".join(tests), "--seconds", f"{total_seconds:.1f}"]
+    else:
+        select += ["--map", str(coverage_map)]
+    select += ["--pristine", str(pristine)]
+    select += ["--module", str(work / target.path), "--log", str(PROGRESS), "--"]
+    command = select + command[: command.index("-m", 3)] + ["-m", DESELECT]
+    if whole:
+        command += ["-k", "not crosshair"]
     # The selector times a hung mutant out itself; this is the backstop.
     timeout = max(60.0, 4 * total_seconds + 60)
     config = work / f"{slug}.toml"

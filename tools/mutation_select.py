@@ -25,6 +25,7 @@ executed any line of that statement unmutated (`--map`, written once per module 
 
     python tools/mutation_select.py --map M.json --pristine P.py --module path.py \
         [--log progress.log] -- python -m pytest -x -q ...
+    python tools/mutation_select.py --whole T1,T2 --seconds S --pristine P.py ...  # all of them
 
 Prints one line starting `selected`, `uncovered`, `timeout` or `error`. A kill is a
 failing test and nothing else: pytest's exit status 1. Any other non-zero status (2
@@ -75,7 +76,7 @@ _COLLECTION_ERROR = re.compile(r"ERROR collecting (\S+?\.py)\b")
 class Selection:
     """The tests to run against one mutant and why."""
 
-    reason: str  # covered | import | syntax | decorator | uncovered
+    reason: str  # covered | import | syntax | decorator | uncovered | whole
     tests: tuple[str, ...]  # node ids, fastest first
     span: tuple[int, int]  # the statement's first and last line
     seconds: float  # the selected tests' unmutated duration
@@ -260,18 +261,29 @@ def run_tests(
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if "--" not in args:
-        raise SystemExit("usage: mutation_select.py --map M --pristine P --module F -- COMMAND")
+        raise SystemExit(
+            "usage: mutation_select.py (--map M | --whole T,..) --pristine P --module F -- COMMAND"
+        )
     split = args.index("--")
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--map", required=True, type=Path)
+    parser.add_argument("--map", type=Path, help="the line map to select from")
+    parser.add_argument("--whole", help="comma-separated tests to run, all of them (no map)")
+    parser.add_argument("--seconds", type=float, default=0.0, help="--whole's unmutated time")
     parser.add_argument("--pristine", required=True, type=Path)
     parser.add_argument("--module", required=True, type=Path)
     parser.add_argument("--log", type=Path, default=None)
     options = parser.parse_args(args[:split])
+    if (options.map is None) == (options.whole is None):
+        parser.error("give either --map or --whole")
     command = args[split + 1 :]
     original = options.pristine.read_text()
     mutated = options.module.read_text()
-    chosen = select(json.loads(options.map.read_text()), original, mutated)
+    if options.whole is not None:  # every test, under the same rule: only exit 1 kills
+        changed = changed_lines(original, mutated) or {0}
+        span = (min(changed), max(changed))
+        chosen = Selection("whole", tuple(options.whole.split(",")), span, options.seconds)
+    else:
+        chosen = select(json.loads(options.map.read_text()), original, mutated)
     began = time.perf_counter()
     where = f"lines {chosen.span[0]}-{chosen.span[1]}"
     if chosen.reason == "uncovered":

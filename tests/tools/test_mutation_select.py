@@ -446,3 +446,27 @@ def test_a_collection_error_with_nothing_left_to_run_is_an_error_not_a_kill(
     result = mutation.summarize("x.py", mutation.Target("x.py", ()), [outcome], 1, set())
     assert result["killed"] == 0 and result["errored"] == 1 and result["uncollectable"] == 1
     assert result["outcomes"][0]["uncollectable"] == ["test_built_at_import.py"]
+
+
+@pytest.mark.parametrize(("exit_status", "verdict"), [(0, "survived"), (1, "killed"), (4, "error")])
+def test_whole_runs_every_test_named_under_the_same_rule(
+    tmp_path: Path, exit_status: int, verdict: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--whole` (tools/mutation.py --whole): no map, every test named runs, even for a
+    line no test of the map executes; only exit 1 kills, exit 4 is an error."""
+    files = _files(tmp_path, TOY.replace("n - 1", "n + 1"))  # `unused`: in no test's lines
+    files[:2] = ["--whole", "t.py::a,t.py::b", "--seconds", "1.0"]
+    script = f"import sys; print(sys.argv[1:]); raise SystemExit({exit_status})"
+    assert select.main([*files, "--", sys.executable, "-c", script]) == exit_status
+    out = capsys.readouterr().out
+    assert "selected 2 tests (whole)" in out and "['t.py::a', 't.py::b']" in out
+    assert f"-> {verdict}" in (tmp_path / "log").read_text()
+
+
+def test_either_a_map_or_whole_is_given(tmp_path: Path) -> None:
+    """Neither, or both: a usage error naming the two, before anything runs."""
+    files = _files(tmp_path, TOY)
+    with pytest.raises(SystemExit):
+        select.main([*files[2:], "--", sys.executable, "-c", "pass"])
+    with pytest.raises(SystemExit):
+        select.main([*files, "--whole", "t.py::a", "--", sys.executable, "-c", "pass"])
