@@ -769,6 +769,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--work", type=Path, default=WORK, help="the copy to mutate in")
     args = parser.parse_args(argv)
+    PROGRESS.parent.mkdir(exist_ok=True)  # build/: not in a fresh clone
     args.work = args.work.resolve()  # the tests run inside it: paths must not be relative
     if args.rescore:
         last = rescore(json.loads(OUTPUT.read_text()))
