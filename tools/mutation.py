@@ -43,7 +43,8 @@ the mutants that had any.
 
 An equivalence row names its module, line, operator and code; a full run of a module
 fails when one of its rows matches no surviving mutant (`stale_equivalents`): the code
-changed under it, and the claim must be re-read.
+changed under it, and the claim must be re-read. It fails at the end, after every module's
+verdicts are written (a stale row matches no survivor, so it counts nothing).
 """
 
 from __future__ import annotations
@@ -792,6 +793,7 @@ def main(argv: list[str] | None = None) -> int:
         "modules": {},
     }
     known = equivalents()
+    stale: list[str] = []  # equivalence rows a full run found no survivor for
     for name, target in chosen.items():
         last = _last_run().get("modules", {}).get(name)
         if args.only_survivors:
@@ -837,9 +839,7 @@ def main(argv: list[str] | None = None) -> int:
             result = summarize(name, target, outcomes, total, known)
             result.update(sample=args.sample, seed=args.seed)
             if args.sample is None:  # a full run: every equivalence row must still match
-                stale = stale_equivalents(name, outcomes, equivalence_rows())
-                if stale:
-                    raise SystemExit("stale equivalence rows:\n" + "\n".join(stale))
+                stale += stale_equivalents(name, outcomes, equivalence_rows())
         result["date"] = run["date"]
         run["modules"][name] = result
         # Another run may have written other modules meanwhile: read, merge, write.
@@ -849,6 +849,8 @@ def main(argv: list[str] | None = None) -> int:
         record(run)
     print(table(run["modules"]), end="")
     print(f"wrote {OUTPUT.relative_to(ROOT)}, {SCORE.relative_to(ROOT)}")
+    if stale:  # after the verdicts are kept: a stale row matches no survivor, counts nothing
+        raise SystemExit("stale equivalence rows:\n" + "\n".join(stale))
     return 0
 
 
