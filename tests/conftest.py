@@ -1,4 +1,5 @@
-"""Test-wide settings: deep contracts on, `python -O` passed on to workers, Hypothesis profiles.
+"""Test-wide settings: deep contracts on, `python -O` passed on to workers, Hypothesis profiles;
+and `server`, a real Redis of its own for each runtime test that asks for one.
 
 Profiles (select with HYPOTHESIS_PROFILE; the Makefile picks `ci` under CI=true):
 - `ci`: derandomized, so a run on a clean clone never flakes;
@@ -10,7 +11,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 # `python -O -m pytest -n 2` would test with contracts on: pytest-xdist starts its workers
 # as plain `python`, so the flag reaches them only through the environment.
@@ -20,6 +22,7 @@ if sys.flags.optimize:
 # Whole-structure contracts (RQ-IMPL-1, RQ-PRI-6, ...) are for tests: on before queueref loads.
 os.environ.setdefault("QUEUEREF_DEEP_CHECKS", "1")
 
+import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 # Nothing of queueref is imported here: a package that fails to import must fail
@@ -41,3 +44,19 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 # QUEUEREF_UPSTREAM_RELEASE and puts that release on the path (tools/upstream.py).
 # Elsewhere the folder is not collected (excluded, not skipped).
 collect_ignore = [] if os.environ.get("QUEUEREF_UPSTREAM_RELEASE") else ["upstream"]
+
+if TYPE_CHECKING:
+    from queueref.runtime.store.redis_server import RedisServer
+
+
+@pytest.fixture
+def server() -> Iterator[RedisServer]:
+    """A `redis-server` started for the test on a free loopback port, stopped after it."""
+    from queueref.runtime.store.redis_server import RedisServer  # not at collection: above
+
+    redis_server = RedisServer()
+    redis_server.start()
+    try:
+        yield redis_server
+    finally:
+        redis_server.close()

@@ -11,7 +11,6 @@ import multiprocessing
 import os
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +30,6 @@ pytestmark = pytest.mark.multiprocess
 
 SPAWN = multiprocessing.get_context("spawn")
 PROTOCOLS = list(StoreProtocol)
-
-
-@pytest.fixture
-def server() -> Iterator[RedisServer]:
-    redis_server = RedisServer()
-    redis_server.start()
-    try:
-        yield redis_server
-    finally:
-        redis_server.close()
 
 
 def config(

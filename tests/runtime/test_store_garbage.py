@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import pytest
 import redis
@@ -19,16 +18,6 @@ from queueref.runtime.store.redis_server import RedisServer, free_port
 from queueref.runtime.store.redis_store import RedisAdmissionStore, StoreUnavailableError
 
 pytestmark = pytest.mark.multiprocess
-
-
-@pytest.fixture
-def server() -> Iterator[RedisServer]:
-    redis_server = RedisServer()
-    redis_server.start()
-    try:
-        yield redis_server
-    finally:
-        redis_server.close()
 
 
 @pytest.mark.parametrize("protocol", list(StoreProtocol))

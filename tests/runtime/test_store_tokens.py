@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,16 +22,6 @@ from queueref.runtime.store.redis_store import RedisAdmissionStore, StoreUnavail
 from queueref.trace.files import read_trace_folder
 
 pytestmark = pytest.mark.multiprocess
-
-
-@pytest.fixture
-def server() -> Iterator[RedisServer]:
-    redis_server = RedisServer()
-    redis_server.start()
-    try:
-        yield redis_server
-    finally:
-        redis_server.close()
 
 
 def pair(
