@@ -251,3 +251,67 @@ def test_rq_req_2_a_queued_request_whose_hash_raises_does_not_stop_removing_othe
         queue.add_request(request)
     queue.remove_requests([first, second])
     assert [r.request_id for r in queue] == ["odd"]
+
+
+class Mimic(Liar):
+    """Equal to everything, and hashed as the request it copies: a set of requests that
+    holds that one takes a mimic for it."""
+
+    def __init__(self, request_id: str, copies: object) -> None:
+        super().__init__(request_id, 0, 0.0)
+        self._hash = object.__hash__(copies)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
+@pytest.mark.parametrize(
+    ("size", "named", "mimics"),
+    # One queue size, named count and number of mimics per way to miscount what is kept:
+    # size - named - mimics is what the set pass keeps, (7 & 2), (6 // 2), (5 % 2), (6 >> 2).
+    [(7, 2, 3), (6, 2, 1), (5, 2, 2), (6, 2, 3)],
+)
+def test_rq_req_2_remove_requests_takes_no_queued_request_that_claims_to_be_a_named_one(
+    size: int, named: int, mimics: int
+) -> None:
+    """RQ-REQ-2: removing `Request`s from a queue that also holds requests hashed as one
+    of them and equal to everything removes the named ones and no mimic: the set pass
+    takes the mimics too, keeps too few, and the pass over ids decides."""
+    requests: list[Any] = [Request(f"r{i}") for i in range(size - mimics)]
+    chosen = requests[:named]
+    requests += [Mimic(f"m{i}", chosen[0]) for i in range(mimics)]
+    queue = FCFSRequestQueue()
+    for request in requests:
+        queue.add_request(request)
+    queue.remove_requests(chosen)
+    assert [r.request_id for r in queue] == [r.request_id for r in requests[named:]]
+
+
+class HashShifts:
+    """Compares by identity (object's own `==`), but hashed `first` once and `later` after."""
+
+    def __init__(self, request_id: str, first: int, later: int) -> None:
+        self.request_id, self.priority, self.arrival_time = request_id, 0, 0.0
+        self._hashes = iter([first])
+        self._later = later
+
+    def __hash__(self) -> int:
+        return next(self._hashes, self._later)
+
+
+@pytest.mark.parametrize("with_plain", [False, True])
+def test_rq_req_2_a_named_request_whose_hash_shifts_is_removed_though_its_eq_is_object_s(
+    with_plain: bool,
+) -> None:
+    """RQ-REQ-2: a type that keeps object's `==` but not object's hash is not trusted to
+    be found by a set: a named one (hashed 7, then 8) is missed there while a queued
+    mimic hashed 7 is taken, which a count cannot see. The named ones go, and no other,
+    whether or not a `Request` is named beside them."""
+    named = [HashShifts("shifts", first=7, later=8)]
+    named.append(Request("plain") if with_plain else HashShifts("steady", first=9, later=9))
+    other = Chameleon("other", first=7, later=7)
+    queue = FCFSRequestQueue()
+    for request in (other, *named):
+        queue.add_request(request)
+    queue.remove_requests(named)
+    assert [r.request_id for r in queue] == ["other"]
