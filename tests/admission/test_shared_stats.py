@@ -45,9 +45,29 @@ class ReadLog(list[int]):
         return list.__getitem__(self, index)
 
 
-def test_each_sum_reads_its_own_counter_once_per_slot_in_index_order() -> None:
-    """ADM-STATS-3, ADM-TOK-2: counter 0 of slots 0, 1, 2; then counter 1 of slots 0, 1, 2."""
-    log = ReadLog(buffer())
+class _ClaimsToBeList(type):
+    """A metaclass whose classes say they equal `list`: `==` lies, `is` does not."""
+
+    def __eq__(cls, other: object) -> bool:
+        return other is list or type.__eq__(cls, other)
+
+    def __ne__(cls, other: object) -> bool:
+        return not cls.__eq__(other)
+
+    __hash__ = type.__hash__
+
+
+class ReadLogClaimingToBeList(ReadLog, metaclass=_ClaimsToBeList):
+    """A `ReadLog` whose type compares equal to `list`: still a buffer that calls back."""
+
+
+@pytest.mark.parametrize("kind", [ReadLog, ReadLogClaimingToBeList])
+def test_each_sum_reads_its_own_counter_once_per_slot_in_index_order(kind: type) -> None:
+    """ADM-STATS-3, ADM-TOK-2: counter 0 of slots 0, 1, 2; then counter 1 of slots 0, 1, 2,
+    with deep checks on: a buffer is re-read by a contract only if its type is `list`
+    itself, not a type that says it equals `list`."""
+    assert type(ReadLogClaimingToBeList([])) == list  # noqa: E721 -- the lie not to believe
+    log = kind(buffer())
     stats = SharedAdmissionStats(log, 3, 1)
     assert stats.get_num_requests() == 7
     assert log.reads == [0, 8, 16]
@@ -312,20 +332,34 @@ def test_adm_alloc_1_no_buffer_for_several_servers_with_a_limit_is_caught() -> N
 
 
 @pytest.mark.contracts
+def test_adm_alloc_1_a_buffer_for_one_server_is_caught() -> None:
+    """ADM-ALLOC-1 has teeth the other way too: an allocation that hands one server a
+    buffer (it needs none: its own count decides) breaks the same postcondition."""
+    always = _allocation_variant("a buffer even for one server", "return None", "pass")
+    with pytest.raises(icontract.ViolationError, match="ADM-ALLOC-1, ADM-TOK-6: a buffer only"):
+        always(1, 10)
+
+
+@pytest.mark.contracts
 @pytest.mark.parametrize(
     ("new", "bug"),
     [
         ('RawArray("q", SharedAdmissionStats.num_counters(num_servers) + 1)', "a counter too many"),
+        ('RawArray("q", SharedAdmissionStats.num_counters(num_servers) - 1)', "a counter too few"),
         (
             'RawArray("q", [1] * SharedAdmissionStats.num_counters(num_servers))',
             "a counter not zero",
         ),
+        (
+            'RawArray("q", [-1] * SharedAdmissionStats.num_counters(num_servers))',
+            "a counter below zero",
+        ),
     ],
-    ids=["too many", "not zero"],
+    ids=["too many", "too few", "not zero", "below zero"],
 )
 def test_adm_alloc_1_a_buffer_of_the_wrong_size_or_content_is_caught(new: str, bug: str) -> None:
-    """ADM-ALLOC-1 has teeth: one counter too many, or one not zeroed, is caught by
-    "num_counters(num_servers) counters, all zero"."""
+    """ADM-ALLOC-1 has teeth: one counter too many or too few, or one not zeroed (above
+    or below), is caught by "num_counters(num_servers) counters, all zero"."""
     broken = _allocation_variant(
         bug, 'RawArray("q", SharedAdmissionStats.num_counters(num_servers))', new
     )
@@ -338,3 +372,53 @@ def test_adm_alloc_1_a_large_buffer_is_counted_by_value() -> None:
     the postcondition compares the length by value (an identity test would refuse it)."""
     counters = allocate_admission_counters(40, 10)
     assert counters is not None and len(counters) == 320
+
+
+@pytest.mark.contracts
+def test_the_deep_counter_contracts_hold_past_the_small_int_cache() -> None:
+    """ADM-STATS-2, ADM-STATS-3: with deep checks on, over a private list, a write to a slot
+    whose counter index is above 256 (server 39 of 40) changes that counter only, and a
+    sum above 256 equals its slots: both postconditions compare ints by value, not by
+    identity (CPython keeps one object per int only in -5..256)."""
+    assert config.deep_checks()
+    counters = [0] * SharedAdmissionStats.num_counters(40)
+    stats = SharedAdmissionStats(counters, 40, 39)
+    stats.set_num_requests(300)
+    stats.set_num_queued_tokens(1000)
+    assert counters[39 * 8] == 300 and counters[39 * 8 + 1] == 1000
+    assert stats.get_num_requests() == 300
+    assert stats.get_num_queued_tokens() == 1000
+
+
+TakesTheConfig = broken_class(
+    SharedAdmissionStats,
+    "TakesTheConfig",
+    Change(
+        "from_config",
+        "takes the buffer out of the config instead of reading it",
+        "counters = client_addresses.get(CONFIG_KEY)",
+        "counters = client_addresses.pop(CONFIG_KEY)",
+    ),
+)
+
+
+@pytest.mark.contracts
+def test_adm_risk_3_a_from_config_that_changes_the_config_is_caught() -> None:
+    """ADM-RISK-3 has teeth: a `from_config` that takes the buffer out of the engine's
+    config (another server of the group would then find none) is caught."""
+    config_map = {stats_module.CONFIG_KEY: buffer()}
+    with pytest.raises(icontract.ViolationError, match="ADM-RISK-3"):
+        TakesTheConfig.from_config(config_map, 3, 0)  # type: ignore[attr-defined]
+    stats = SharedAdmissionStats.from_config(
+        {stats_module.CONFIG_KEY: buffer()}, 3, 0
+    )  # the real one reads it
+    assert stats is not None and stats.get_num_requests() == 7
+
+
+@pytest.mark.guard
+@pytest.mark.parametrize("length", [0, 7])
+def test_adm_stats_1_a_buffer_too_short_for_one_server_is_refused(length: int) -> None:
+    """ADM-STATS-1, ADM-LAYOUT-2: one server needs one slot of 8 counters; a shorter buffer
+    is refused in both modes, as for several servers."""
+    with pytest.raises(ValueError, match="ADM-STATS-1: the buffer holds"):
+        SharedAdmissionStats([0] * length, 1, 0)

@@ -307,11 +307,11 @@ def test_rq_req_2_a_named_request_whose_hash_shifts_is_removed_though_its_eq_is_
     be found by a set: a named one (hashed 7, then 8) is missed there while a queued
     mimic hashed 7 is taken, which a count cannot see. The named ones go, and no other,
     whether or not a `Request` is named beside them."""
-    named = [HashShifts("shifts", first=7, later=8)]
+    named: list[Any] = [HashShifts("shifts", first=7, later=8)]
     named.append(Request("plain") if with_plain else HashShifts("steady", first=9, later=9))
     other = Chameleon("other", first=7, later=7)
     queue = FCFSRequestQueue()
-    for request in (other, *named):
+    for request in [other, *named]:
         queue.add_request(request)
     queue.remove_requests(named)
     assert [r.request_id for r in queue] == ["other"]

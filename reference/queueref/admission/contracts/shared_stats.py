@@ -10,8 +10,8 @@ it. The preconditions declared with `require` are kept under `python -O` too.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import icontract
 
@@ -158,10 +158,15 @@ def pass_reader() -> None: ...
 def num_counters() -> None: ...
 
 
+def _config_as_it_was(client_addresses: Mapping[str, Any] | None, before: dict[str, Any]) -> bool:
+    """Whether the config mapping (None: empty) holds what it held before the call."""
+    return dict(client_addresses or {}) == before
+
+
 @install(SharedAdmissionStats)
 @icontract.snapshot(lambda client_addresses: dict(client_addresses or {}), name="config")
 @icontract.ensure(
-    lambda client_addresses, OLD: dict(client_addresses or {}) == OLD.config,
+    lambda client_addresses, OLD: _config_as_it_was(client_addresses, OLD.config),
     "ADM-RISK-3: reading the config never changes it",
 )
 @original(SharedAdmissionStats)
