@@ -756,3 +756,16 @@ def test_cancelling_in_check_then_write_gives_nothing_back() -> None:
     assert counters == before
     assert (server.tracker.num_reserved, server.tracker.num_reserved_tokens) == (0, 0)
     assert server.tracker.get_num_unfinished_requests() == 1
+
+
+@pytest.mark.contracts
+def test_adm_ctl_9_start_check_counts_reservations_by_value_past_the_small_int_cache() -> None:
+    """ADM-CTL-9: with 300 reservations held, a write-then-check `start_check` holds one
+    more, and its postcondition says so: counts compared by value (CPython keeps one
+    object per int only in -5..256)."""
+    server = AdmissionController(10**6, mode="write-then-check")
+    server.tracker.reserve(300)
+    check = server.start_check(1)
+    assert server.tracker.num_reserved == 301
+    check.abandon()
+    assert server.tracker.num_reserved == 300

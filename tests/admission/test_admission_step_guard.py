@@ -109,10 +109,14 @@ def test_a_closed_check_takes_no_more_steps(close: str, step: str) -> None:
     assert server.tracker.num_reserved == reserved == (1 if close == "decide" else 0)
 
 
-def test_cancelling_more_than_is_reserved_is_refused_in_the_controllers_words() -> None:
+@pytest.mark.parametrize("num_prompt_tokens", [1, 0])
+def test_cancelling_more_than_is_reserved_is_refused_in_the_controllers_words(
+    num_prompt_tokens: int,
+) -> None:
     """ADM-CTL-9: in write-then-check, giving back 2 when 1 is reserved is refused by the
     controller's precondition (kept under `python -O`), naming its own requirement (not the
-    tracker's ADM-TRK-7 underneath), and the reservation and the slot stay as they were."""
+    tracker's ADM-TRK-7 underneath), also for a prompt of no tokens, and the reservation
+    and the slot stay as they were."""
     counters = [0] * SharedAdmissionStats.num_counters(2)
     server = _server(counters, max_num_queued_reqs=4, mode="write-then-check")
     server.check_admission(1)
@@ -120,10 +124,21 @@ def test_cancelling_more_than_is_reserved_is_refused_in_the_controllers_words() 
     with pytest.raises(
         ValueError, match="ADM-CTL-9: only a reservation that is held can be given back"
     ):
-        server.cancel_admission(2)
+        server.cancel_admission(2, num_prompt_tokens)
     assert server.tracker.num_reserved == 1 and counters[0] == 1
     server.cancel_admission(1)
     assert server.tracker.num_reserved == 0 and counters[0] == 0
+
+
+@pytest.mark.parametrize("n", [0, -1, "1", 1.0, True])
+def test_cancelling_an_n_that_is_no_count_is_refused_in_check_then_write_too(n: Any) -> None:
+    """ADM-CTL-2: `cancel_admission` refuses an `n` that is not an int >= 1 in both modes,
+    also where it would give nothing back (check-then-write reserves nothing)."""
+    counters = [0] * SharedAdmissionStats.num_counters(2)
+    server = _server(counters, max_num_queued_reqs=4)
+    with pytest.raises(ValueError, match="ADM-CTL-2: n is an int >= 1"):
+        server.cancel_admission(n)
+    assert counters == [0] * SharedAdmissionStats.num_counters(2)
 
 
 def test_cancelling_in_check_then_write_gives_nothing_back_and_refuses_nothing() -> None:
