@@ -158,15 +158,16 @@ def pass_reader() -> None: ...
 def num_counters() -> None: ...
 
 
-def _config_as_it_was(client_addresses: Mapping[str, Any] | None, before: dict[str, Any]) -> bool:
-    """Whether the config mapping (None: empty) holds what it held before the call."""
-    return dict(client_addresses or {}) == before
+def _config_of(client_addresses: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What the config mapping holds (None: nothing), as a copy; named, because icontract
+    cannot render `x or {}` in a failing condition (it raised RuntimeError instead)."""
+    return dict(client_addresses or {})
 
 
 @install(SharedAdmissionStats)
-@icontract.snapshot(lambda client_addresses: dict(client_addresses or {}), name="config")
+@icontract.snapshot(lambda client_addresses: _config_of(client_addresses), name="config")
 @icontract.ensure(
-    lambda client_addresses, OLD: _config_as_it_was(client_addresses, OLD.config),
+    lambda client_addresses, OLD: _config_of(client_addresses) == OLD.config,
     "ADM-RISK-3: reading the config never changes it",
 )
 @original(SharedAdmissionStats)
